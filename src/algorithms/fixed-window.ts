@@ -1,0 +1,65 @@
+/**
+ * The fixed-window policy: at most `limit` units per window of `windowMs`, the window
+ * anchored at the first take of a scope (S4).
+ *
+ * Boundary burst, by design: a burst at the end of one window and another at the start of
+ * the next are both admitted, so up to `2 × limit` units can pass in any span of `windowMs`
+ * (never more than `limit` inside one anchored window). Use a sliding window or token bucket
+ * where that matters.
+ *
+ * Redis cost: one key (a string counter with a TTL of at most `windowMs`), one script call
+ * per decision; GET + PTTL when denied, GET + INCRBY + PTTL (+ PEXPIRE on the first take)
+ * when admitted.
+ */
+import { InvalidInputError } from '../errors.js';
+import { definePolicy, type Policy, policyVersion, positiveSafeInteger } from './policy.js';
+import { loadScript } from './script.js';
+
+const script = loadScript('fixed-window', import.meta.url, 1);
+
+/** Options of {@link fixedWindow}. */
+export interface FixedWindowOptions {
+  /** Units admitted per window: a positive safe integer. */
+  readonly limit: number;
+  /** Window length in milliseconds: a positive safe integer. */
+  readonly windowMs: number;
+  /**
+   * Policy version, part of the Redis key (S21): change it when the policy's meaning
+   * changes so that replicas on the old and new policy never share a counter. A string of
+   * letters, digits, `.`, `_` or `-` (at most 64), or a non-negative safe integer. Default `1`.
+   */
+  readonly version?: string | number;
+}
+
+/** A fixed-window policy, made by {@link fixedWindow}. */
+export interface FixedWindowPolicy extends Policy {
+  readonly algorithm: 'fixed-window';
+  readonly windowMs: number;
+}
+
+/**
+ * Builds a fixed-window policy.
+ *
+ * @throws {InvalidInputError} when `limit` or `windowMs` is not a positive safe integer, or
+ *   `version` is malformed (field `policy.limit`, `policy.windowMs`, `policy.version`).
+ */
+export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('policy', 'an object { limit, windowMs }', options);
+  }
+  const limit = positiveSafeInteger('policy.limit', options.limit);
+  const windowMs = positiveSafeInteger('policy.windowMs', options.windowMs);
+  const version = policyVersion(options.version);
+  const limitArg = String(limit);
+  const windowArg = String(windowMs);
+  return definePolicy({
+    algorithm: 'fixed-window' as const,
+    keyTag: 'fw',
+    limit,
+    windowMs,
+    version,
+    script,
+    maxCost: limit,
+    args: (cost: number) => [limitArg, windowArg, cost === 1 ? '1' : String(cost)],
+  });
+}

@@ -1,0 +1,86 @@
+/**
+ * What every policy has in common, and the one reply format every script returns.
+ */
+import { InvalidInputError } from '../errors.js';
+import type { Decision } from '../types.js';
+import type { LuaScript } from './script.js';
+
+/**
+ * A server-side rate policy (S3), built by a policy builder such as `fixedWindow`. Frozen;
+ * reuse one object per route rather than building one per request.
+ */
+export interface Policy {
+  /** The algorithm's standard name, e.g. `"fixed-window"`. */
+  readonly algorithm: string;
+  /** Short algorithm tag used in Redis keys, e.g. `"fw"`. */
+  readonly keyTag: string;
+  /** Units admitted per window (or the capacity). */
+  readonly limit: number;
+  /** Policy version, part of the key (S21). */
+  readonly version: string;
+  /** The largest cost this policy can ever admit. */
+  readonly maxCost: number;
+  /** @internal The script that decides. */
+  readonly script: LuaScript;
+  /** @internal ARGV for one take of `cost` units. */
+  readonly args: (cost: number) => string[];
+}
+
+const VERSION = /^[A-Za-z0-9._-]{1,64}$/;
+
+const policies = new WeakSet<object>();
+
+/** Freezes a policy built by a builder of this package and marks it as genuine. */
+export function definePolicy<P extends Policy>(policy: P): P {
+  Object.freeze(policy);
+  policies.add(policy);
+  return policy;
+}
+
+/** True for a policy made by one of this package's builders (not a look-alike object). */
+export function isPolicy(value: unknown): value is Policy {
+  return typeof value === 'object' && value !== null && policies.has(value);
+}
+
+/** Validates a policy version (see `FixedWindowOptions.version`); returns its key form. */
+export function policyVersion(value: unknown): string {
+  if (value === undefined) return '1';
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return String(value);
+  if (typeof value === 'string' && VERSION.test(value)) return value;
+  throw new InvalidInputError(
+    'policy.version',
+    'a non-negative safe integer or 1–64 characters of [A-Za-z0-9._-]',
+    value,
+  );
+}
+
+/** Returns `value` when it is a positive safe integer, else throws naming `field`. */
+export function positiveSafeInteger(field: string, value: unknown): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1) return value;
+  throw new InvalidInputError(field, 'a positive safe integer', value);
+}
+
+/**
+ * Decodes a script reply `{ allowed, remaining, resetMs, retryAfterMs }` (see the header of
+ * each `.lua` file); `retryAfterMs = -1` means the cost can never fit → `Infinity`.
+ * Returns `undefined` when the reply is not of that shape.
+ */
+export function decodeDecision(reply: unknown, limit: number): Decision | undefined {
+  if (!Array.isArray(reply) || reply.length !== 4) return undefined;
+  const [allowed, remaining, resetMs, retryAfterMs] = reply as unknown[];
+  if (
+    typeof allowed !== 'number' ||
+    typeof remaining !== 'number' ||
+    typeof resetMs !== 'number' ||
+    typeof retryAfterMs !== 'number'
+  ) {
+    return undefined;
+  }
+  return {
+    allowed: allowed === 1,
+    remaining,
+    limit,
+    resetMs,
+    retryAfterMs: retryAfterMs < 0 ? Number.POSITIVE_INFINITY : retryAfterMs,
+  };
+}

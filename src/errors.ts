@@ -1,0 +1,119 @@
+/**
+ * The error family of sluice.
+ *
+ * A rate-limit *denial* is never an error: `take` resolves with `{ allowed: false, … }`.
+ * Errors are reserved for the cases where no decision could be made (or the input was
+ * wrong), so that callers can tell "limited" from "the limiter failed" — the HTTP layer
+ * maps the first to `429` and the second to `503` (fail-closed) or a local fallback
+ * (fail-open).
+ *
+ * Every error has a stable `code` for programmatic checks; messages are for humans and may
+ * change.
+ */
+
+/** Stable codes of every sluice error. */
+export type SluiceErrorCode =
+  | 'SLUICE_INVALID_INPUT'
+  | 'SLUICE_TIMEOUT'
+  | 'SLUICE_UNAVAILABLE'
+  | 'SLUICE_OVERLOAD'
+  | 'SLUICE_STORE_ERROR';
+
+/** Base class of every error sluice throws or rejects with. */
+export class SluiceError extends Error {
+  /** Stable, machine-readable code. */
+  readonly code: SluiceErrorCode;
+
+  constructor(code: SluiceErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/**
+ * Bad input: a scope, policy or option that does not meet its contract. Thrown before any
+ * Redis command is sent, so nothing in Redis changes.
+ */
+export class InvalidInputError extends SluiceError {
+  /** The path of the offending field, e.g. `"scope.tenant"` or `"policy.limit"`. */
+  readonly field: string;
+  /** What the field must be, e.g. `"a positive safe integer"`. */
+  readonly expected: string;
+  /** A short, safe description of what was received (type and, for numbers, the value). */
+  readonly received: string;
+
+  constructor(field: string, expected: string, value: unknown) {
+    const received = describe(value);
+    super('SLUICE_INVALID_INPUT', `${field} must be ${expected}; received ${received}`);
+    this.field = field;
+    this.expected = expected;
+    this.received = received;
+  }
+}
+
+/**
+ * The call's deadline passed before Redis answered. The script may still have run on the
+ * server and consumed quota; sluice never compensates for that (no "refund").
+ */
+export class TimeoutError extends SluiceError {
+  /** The deadline that passed, in milliseconds. */
+  readonly timeoutMs: number;
+
+  constructor(timeoutMs: number) {
+    super('SLUICE_TIMEOUT', `rate limiter call exceeded its ${timeoutMs} ms deadline`);
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/**
+ * Redis could not be reached: the client is closed, not connected (sluice never queues
+ * commands offline), or the connection dropped while the call was in flight.
+ */
+export class UnavailableError extends SluiceError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SLUICE_UNAVAILABLE', message, options);
+  }
+}
+
+/**
+ * Too many calls were already in flight (`maxInFlight`); this call was rejected at once,
+ * without being sent, so an outage cannot pile up unbounded pending work.
+ */
+export class OverloadError extends SluiceError {
+  /** The cap that was reached. */
+  readonly maxInFlight: number;
+
+  constructor(maxInFlight: number) {
+    super('SLUICE_OVERLOAD', `rate limiter has ${maxInFlight} calls in flight (maxInFlight)`);
+    this.maxInFlight = maxInFlight;
+  }
+}
+
+/**
+ * Redis answered with an error reply (for example `WRONGTYPE` for a key written by
+ * something else, or `OOM` under `maxmemory`). `redisCode` is the reply's first word.
+ */
+export class StoreError extends SluiceError {
+  /** The Redis error prefix, e.g. `"WRONGTYPE"`, `"OOM"`, `"ERR"`. */
+  readonly redisCode: string;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SLUICE_STORE_ERROR', `Redis replied with an error: ${message}`, options);
+    this.redisCode = /^[A-Z]+/.exec(message)?.[0] ?? 'ERR';
+  }
+}
+
+/** True when `error` is any sluice error (optionally of one `code`). */
+export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError {
+  return error instanceof SluiceError && (code === undefined || error.code === code);
+}
+
+function describe(value: unknown): string {
+  if (value === null) return 'null';
+  if (typeof value === 'number') return `number ${String(value)}`;
+  if (typeof value === 'string')
+    return value.length === 0 ? 'empty string' : `string of length ${value.length}`;
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}

@@ -1,0 +1,204 @@
+/**
+ * `node:http` adapter.
+ *
+ * ```ts
+ * const guard = nodeRateLimit({
+ *   limiter, policy: fixedWindow({ limit: 10, windowMs: 1000 }), route: 'POST/orders',
+ *   identify: (req) => verifiedTenantOf(req), // from the session, never a client header
+ * });
+ * http.createServer(async (req, res) => {
+ *   if (!(await guard(req, res))) return; // 429 / 503 / 401 already sent
+ *   // … the expensive handler
+ * });
+ * ```
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Policy } from '../algorithms/policy.js';
+import { InvalidInputError, isSluiceError } from '../errors.js';
+import type { RateLimiter } from '../limiter.js';
+import type { Decision } from '../types.js';
+import {
+  type FailureMode,
+  type HttpResponseSpec,
+  limitedResponse,
+  unavailableResponse,
+  unidentifiedResponse,
+} from './core.js';
+import { LocalWindow } from './local-window.js';
+
+/** What happened to one request at the limiter; every outcome is counted. */
+export type HttpOutcome =
+  /** Admitted by the shared limit. */
+  | 'allowed'
+  /** Denied by the shared limit: 429. */
+  | 'limited'
+  /** Limiter failed, route is fail-closed: 503. */
+  | 'fail-closed'
+  /** Limiter failed, route is fail-open, admitted by the local fallback limit. */
+  | 'fail-open'
+  /** Limiter failed, route is fail-open, and the local fallback limit was reached: 503. */
+  | 'fail-open-limited'
+  /** `identify` found no verified identity: 401. */
+  | 'unidentified';
+
+/** One outcome, for logs and metrics. Carries no tenant id: log it only where allowed. */
+export interface HttpOutcomeEvent {
+  readonly outcome: HttpOutcome;
+  readonly route: string;
+  /** The decision, for `allowed` and `limited`. */
+  readonly decision?: Decision;
+  /** The limiter's error, for the failure outcomes. */
+  readonly error?: unknown;
+}
+
+/** Options of {@link nodeRateLimit}. */
+export interface NodeRateLimitOptions {
+  readonly limiter: RateLimiter;
+  /** The server-side policy of this route (S3). */
+  readonly policy: Policy;
+  /** The route template that names the quota, e.g. `"POST/orders"` — never the raw URL (S1). */
+  readonly route: string;
+  /**
+   * The verified tenant of the request, from the authenticated session (S2), or
+   * `undefined` when there is none (answered `401`). Never a header or field the client
+   * writes. May be async.
+   */
+  readonly identify: (req: IncomingMessage) => string | undefined | Promise<string | undefined>;
+  /** Units this request costs: a number or a function of the request. Default 1. */
+  readonly cost?: number | ((req: IncomingMessage) => number);
+  /**
+   * When the limiter fails: `"fail-closed"` (default) answers `503` + `Retry-After: 1`;
+   * `"fail-open"` admits within `failOpenLimit`.
+   */
+  readonly failureMode?: FailureMode;
+  /**
+   * Required with `"fail-open"`: units per tenant per policy window that this replica
+   * admits on its own while the limiter fails (a positive safe integer). Over it: `503`.
+   */
+  readonly failOpenLimit?: number;
+  /** Window of the local fallback in ms. Default: the policy's `windowMs`, else 1000. */
+  readonly failOpenWindowMs?: number;
+  /** Called once per request with its outcome. Must not throw. */
+  readonly onOutcome?: (event: HttpOutcomeEvent) => void;
+}
+
+/** `(req, res) => Promise<boolean>`: `true` lets the handler run; `false` means a response was sent. */
+export type NodeRateLimitGuard = ((
+  req: IncomingMessage,
+  res: ServerResponse,
+) => Promise<boolean>) & {
+  /** Counts of outcomes since the guard was made. */
+  readonly counts: Readonly<Record<HttpOutcome, number>>;
+};
+
+/**
+ * Makes a guard for one route. Answers before any handler work: `429` when limited, `503`
+ * when the limiter failed on a fail-closed route, `401` without an identity.
+ *
+ * @throws {InvalidInputError} for a missing limiter, policy, route or identify, or
+ *   `"fail-open"` without a valid `failOpenLimit`.
+ */
+export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard {
+  const { limiter, policy, route, identify, onOutcome } = options;
+  if (typeof limiter?.take !== 'function')
+    throw new InvalidInputError('limiter', 'a RateLimiter', limiter);
+  if (typeof route !== 'string' || route.length === 0) {
+    throw new InvalidInputError('route', 'a non-empty route template such as "POST/orders"', route);
+  }
+  if (typeof identify !== 'function')
+    throw new InvalidInputError('identify', 'a function', identify);
+  const failureMode = options.failureMode ?? 'fail-closed';
+  if (failureMode !== 'fail-closed' && failureMode !== 'fail-open') {
+    throw new InvalidInputError('failureMode', '"fail-closed" or "fail-open"', failureMode);
+  }
+  let fallback: LocalWindow | undefined;
+  if (failureMode === 'fail-open') {
+    const limit = options.failOpenLimit;
+    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
+      throw new InvalidInputError(
+        'failOpenLimit',
+        'a positive safe integer with "fail-open"',
+        limit,
+      );
+    }
+    const windowMs =
+      options.failOpenWindowMs ?? (policy as { windowMs?: number } | undefined)?.windowMs ?? 1000;
+    fallback = new LocalWindow(limit, windowMs);
+  }
+  const counts: Record<HttpOutcome, number> = {
+    allowed: 0,
+    limited: 0,
+    'fail-closed': 0,
+    'fail-open': 0,
+    'fail-open-limited': 0,
+    unidentified: 0,
+  };
+  const record = (event: HttpOutcomeEvent) => {
+    counts[event.outcome]++;
+    onOutcome?.(event);
+  };
+  const costOf = options.cost ?? 1;
+
+  const guard = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
+    const tenant = await identify(req);
+    if (typeof tenant !== 'string' || tenant.length === 0) {
+      record({ outcome: 'unidentified', route });
+      send(res, unidentifiedResponse());
+      return false;
+    }
+    const cost = typeof costOf === 'function' ? costOf(req) : costOf;
+    let decision: Decision;
+    try {
+      decision = await limiter.take({ tenant, route }, policy, { cost });
+    } catch (error) {
+      // Bad input is a programming error, not an outage: never mask it as fail-open.
+      if (isSluiceError(error, 'SLUICE_INVALID_INPUT')) throw error;
+      if (fallback?.take(`${tenant}\u0000${route}`, cost)) {
+        record({ outcome: 'fail-open', route, error });
+        return true;
+      }
+      record({ outcome: fallback ? 'fail-open-limited' : 'fail-closed', route, error });
+      send(res, unavailableResponse());
+      return false;
+    }
+    if (decision.allowed) {
+      record({ outcome: 'allowed', route, decision });
+      return true;
+    }
+    record({ outcome: 'limited', route, decision });
+    send(res, limitedResponse(decision));
+    return false;
+  };
+  return Object.assign(guard, { counts });
+}
+
+/**
+ * Wraps a request handler: the handler runs only for admitted requests. An error thrown
+ * (or a promise rejected) by `identify`, the guard or the handler answers `500` when no
+ * response was sent yet, and is passed to `onError` when given.
+ */
+export function withRateLimit(
+  options: NodeRateLimitOptions & { readonly onError?: (error: unknown) => void },
+  handler: (req: IncomingMessage, res: ServerResponse) => unknown,
+): (req: IncomingMessage, res: ServerResponse) => void {
+  const guard = nodeRateLimit(options);
+  return (req, res) => {
+    guard(req, res)
+      .then((admitted) => (admitted ? handler(req, res) : undefined))
+      .catch((error: unknown) => {
+        options.onError?.(error);
+        send(res, {
+          status: 500,
+          headers: { 'content-type': 'application/json; charset=utf-8' },
+          body: JSON.stringify({ error: 'internal_error' }),
+        });
+      });
+  };
+}
+
+/** Writes a response spec, unless headers were already sent. */
+export function send(res: ServerResponse, spec: HttpResponseSpec): void {
+  if (res.headersSent) return;
+  res.writeHead(spec.status, spec.headers);
+  res.end(spec.body);
+}

@@ -1,0 +1,45 @@
+/**
+ * sluice — distributed rate limiting on Redis, atomic by construction.
+ *
+ * @example
+ * ```ts
+ * import { RateLimiter, createRedisClient, fixedWindow } from 'sluice';
+ * const client = await createRedisClient({ url: 'redis://127.0.0.1:6379' });
+ * const limiter = new RateLimiter({ client, namespace: 'rate', timeoutMs: 150, maxInFlight: 1000 });
+ * const orders = fixedWindow({ limit: 10, windowMs: 1000 });
+ * const d = await limiter.take({ tenant: 'acme', route: 'POST/orders' }, orders);
+ * if (!d.allowed) console.log(`retry in ${d.retryAfterMs} ms`);
+ * ```
+ */
+export {
+  type FixedWindowOptions,
+  type FixedWindowPolicy,
+  fixedWindow,
+} from './algorithms/fixed-window.js';
+export type { Policy } from './algorithms/policy.js';
+export {
+  InvalidInputError,
+  isSluiceError,
+  OverloadError,
+  SluiceError,
+  type SluiceErrorCode,
+  StoreError,
+  TimeoutError,
+  UnavailableError,
+} from './errors.js';
+export * from './http/index.js';
+export { scopeHash } from './key.js';
+export {
+  type LimiterStats,
+  MAX_SCOPE_PART_LENGTH,
+  RateLimiter,
+  type RateLimiterOptions,
+} from './limiter.js';
+export {
+  type CreateRedisClientOptions,
+  createRedisClient,
+  type NodeRedisClientLike,
+  NodeRedisStore,
+} from './stores/node-redis.js';
+export type { ScriptStore } from './stores/store.js';
+export type { Decision, Scope, TakeOptions } from './types.js';

@@ -1,0 +1,108 @@
+/**
+ * The node-redis (`redis` v6) store.
+ *
+ * Depends on the smallest surface of the client: `sendCommand(args)`. Create the client
+ * with `disableOfflineQueue: true` so that commands fail at once while Redis is unreachable
+ * (S12); {@link createRedisClient} does that for you.
+ */
+import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
+import type { LuaScript } from '../algorithms/script.js';
+import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
+import type { ScriptStore } from './store.js';
+
+/** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
+export interface NodeRedisClientLike {
+  sendCommand(args: string[]): Promise<unknown>;
+}
+
+/** Error replies that mean "not now" (loading, failover, busy script) rather than a bad call. */
+const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN)\b/;
+
+/** Maps a node-redis failure to a sluice error. */
+export function toSluiceError(error: unknown): Error {
+  if (error instanceof ErrorReply) {
+    return TRANSIENT_REPLIES.test(error.message)
+      ? new UnavailableError(`Redis is not serving: ${error.message}`, { cause: error })
+      : new StoreError(error.message, { cause: error });
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
+}
+
+function isNoScript(error: unknown): boolean {
+  return error instanceof ErrorReply && error.message.startsWith('NOSCRIPT');
+}
+
+export class NodeRedisStore implements ScriptStore {
+  readonly #client: NodeRedisClientLike;
+
+  /** @throws {InvalidInputError} when `client` has no `sendCommand` function. */
+  constructor(client: NodeRedisClientLike) {
+    if (typeof (client as Partial<NodeRedisClientLike> | null)?.sendCommand !== 'function') {
+      throw new InvalidInputError('client', 'a node-redis v6 client (createClient())', client);
+    }
+    this.#client = client;
+  }
+
+  evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
+    return this.#client.sendCommand(command).catch((error: unknown) => {
+      if (!isNoScript(error)) throw toSluiceError(error);
+      // The server lost its script cache (restart, failover, SCRIPT FLUSH): EVAL sends the
+      // source and caches it again. Still inside the caller's deadline.
+      command[0] = 'EVAL';
+      command[1] = script.source;
+      return this.#client.sendCommand(command).catch((retryError: unknown) => {
+        throw toSluiceError(retryError);
+      });
+    });
+  }
+}
+
+/** Options of {@link createRedisClient}. */
+export interface CreateRedisClientOptions {
+  /** `redis://host:port` (default `redis://127.0.0.1:6379`). */
+  readonly url?: string;
+  /** Connect timeout in milliseconds. Default 1000. */
+  readonly connectTimeoutMs?: number;
+  /**
+   * Reconnect after a lost connection, with exponential backoff and jitter (50 ms doubling
+   * to 2 s). Default `true`. Commands never queue while disconnected either way.
+   */
+  readonly reconnect?: boolean;
+  /** Called with every connection error (the client emits them; they are never silent). */
+  readonly onError?: (error: Error) => void;
+  /** Called before each reconnect attempt with the attempt number and its delay in ms. */
+  readonly onReconnect?: (attempt: number, delayMs: number) => void;
+}
+
+/**
+ * Creates and connects a node-redis client set up for rate limiting: no offline queue
+ * (S12), a connect timeout, optional backoff reconnection that reports each attempt.
+ */
+export async function createRedisClient(options: CreateRedisClientOptions = {}) {
+  const reconnect = options.reconnect ?? true;
+  const socket: RedisClientOptions['socket'] = {
+    connectTimeout: options.connectTimeoutMs ?? 1000,
+    reconnectStrategy: reconnect
+      ? (retries: number) => {
+          const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
+          const delay = Math.round(base / 2 + Math.random() * (base / 2));
+          options.onReconnect?.(retries + 1, delay);
+          return delay;
+        }
+      : false,
+  };
+  const client = createClient({
+    url: options.url ?? 'redis://127.0.0.1:6379',
+    disableOfflineQueue: true,
+    socket,
+  });
+  client.on('error', (error: Error) => options.onError?.(error));
+  await client.connect();
+  return client;
+}

@@ -1,0 +1,15 @@
+/**
+ * The one thing the decision path needs from a store: run a script atomically on the
+ * server and return its raw reply, or reject with a sluice error
+ * (`UnavailableError`, `StoreError`).
+ */
+import type { LuaScript } from '../algorithms/script.js';
+
+export interface ScriptStore {
+  /**
+   * Runs `script` with `keys` and `args` in one atomic step. Implementations use the
+   * server's script cache (EVALSHA) and reload the script transparently after a restart or
+   * `SCRIPT FLUSH` (NOSCRIPT is never reported as a failure).
+   */
+  evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+}
