@@ -1,0 +1,69 @@
+/**
+ * One API replica of the demo: a `node:http` server with the limiter in front of
+ * `POST /orders`, its own Redis connection, and `GET /healthz` (not limited).
+ *
+ * Environment: `REDIS_URL`, `SLUICE_DEMO_SECRET`, `SLUICE_DEMO_NAME`. Started by
+ * `sluice demo` with an IPC channel; it reports `{ port }` once listening.
+ */
+import { createServer } from 'node:http';
+import { fixedWindow } from '../algorithms/fixed-window.js';
+import { withRateLimit } from '../http/node.js';
+import { RateLimiter } from '../limiter.js';
+import { createRedisClient } from '../stores/node-redis.js';
+import { verifiedTenant } from './identity.js';
+
+const secret = process.env.SLUICE_DEMO_SECRET ?? '';
+const name = process.env.SLUICE_DEMO_NAME ?? 'replica';
+let redisErrors = 0;
+const client = await createRedisClient({
+  url: process.env.REDIS_URL,
+  onError: () => {
+    redisErrors++;
+  },
+});
+const limiter = new RateLimiter({
+  client,
+  namespace: 'sluice-demo',
+  timeoutMs: 150,
+  maxInFlight: 1000,
+});
+const orders = fixedWindow({ limit: 10, windowMs: 1000 });
+let handled = 0;
+
+const createOrder = withRateLimit(
+  {
+    limiter,
+    policy: orders,
+    route: 'POST/orders',
+    identify: (req) => verifiedTenant(secret, req),
+    failureMode: 'fail-closed',
+  },
+  (_req, res) => {
+    handled++;
+    res.writeHead(201, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ ok: true, replica: name }));
+  },
+);
+
+const server = createServer((req, res) => {
+  const path = (req.url ?? '/').split('?')[0];
+  if (req.method === 'POST' && path === '/orders') return createOrder(req, res);
+  if (req.method === 'GET' && path === '/healthz') {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ replica: name, handled, redisErrors, limiter: limiter.stats() }));
+    return;
+  }
+  res.writeHead(404, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: 'not_found' }));
+});
+
+server.listen(0, '127.0.0.1', () => {
+  const address = server.address();
+  process.send?.({ port: typeof address === 'object' && address ? address.port : -1 });
+});
+
+process.on('disconnect', () => {
+  server.close();
+  client.destroy();
+  process.exit(0);
+});

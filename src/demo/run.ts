@@ -1,0 +1,220 @@
+/**
+ * `sluice demo`: three API replicas, as separate processes, share one quota through Redis.
+ *
+ * 1. Redis: `REDIS_URL` when set; else a private `redis-server` on a free port (stopped at
+ *    the end); else a message saying how to get one. A Redis the demo did not start is
+ *    never stopped or flushed; each run uses a random tenant (S20).
+ * 2. Three replicas connect to Redis through a loopback proxy the demo controls, so that it
+ *    can later cut the network path without touching the Redis server itself.
+ * 3. 30 concurrent `POST /orders` for one tenant, round robin over the replicas, policy
+ *    10 per 1000 ms → exactly 10 admitted (S17).
+ * 4. After the window (1100 ms) a request is admitted again (S18).
+ * 5. The path to Redis is cut → `503` with `Retry-After: 1` (fail-closed, S16).
+ */
+import { type ChildProcess, fork } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { issueToken } from './identity.js';
+import { hasRedisServer, type PrivateRedis, startRedisServer } from './redis-server.js';
+import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
+
+export interface ReplicaReport {
+  readonly replica: number;
+  readonly port: number;
+  readonly admitted: number;
+  readonly limited: number;
+  readonly other: number;
+}
+
+export interface DemoReport {
+  readonly redis: string;
+  readonly tenant: string;
+  readonly policy: {
+    readonly algorithm: 'fixed-window';
+    readonly limit: number;
+    readonly windowMs: number;
+  };
+  readonly requests: number;
+  readonly admitted: number;
+  readonly limited: number;
+  readonly perReplica: ReplicaReport[];
+  /** A `Retry-After` value seen on a 429, or null when none was limited. */
+  readonly retryAfterSeen: string | null;
+  readonly restoredAfterWindow: boolean;
+  readonly failClosedStatus: number;
+  readonly failClosedRetryAfter: string | null;
+  readonly pass: boolean;
+  readonly failures: string[];
+}
+
+/** Raised when no Redis can be found; the message says how to get one. */
+export class NoRedisError extends Error {}
+
+const LIMIT = 10;
+const WINDOW_MS = 1000;
+const REQUESTS = 30;
+const REPLICAS = 3;
+
+export async function runDemo(log: (line: string) => void = () => {}): Promise<DemoReport> {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  try {
+    let redisUrl = process.env.REDIS_URL;
+    let redisLabel: string;
+    if (redisUrl) {
+      redisLabel = `REDIS_URL (${new URL(redisUrl).host})`;
+    } else if (hasRedisServer()) {
+      const redis: PrivateRedis = await startRedisServer();
+      cleanups.push(() => redis.stop());
+      redisUrl = redis.url;
+      redisLabel = `private redis-server on 127.0.0.1:${redis.port} (pid ${redis.pid}, stopped at the end)`;
+    } else {
+      throw new NoRedisError(
+        [
+          'No Redis to talk to: REDIS_URL is not set and redis-server is not installed.',
+          'Either install it:   sudo apt-get install -y redis-server',
+          'or run one in Docker: docker compose -f examples/redis.compose.yaml up -d',
+          '                      REDIS_URL=redis://127.0.0.1:16379 npm run demo',
+        ].join('\n'),
+      );
+    }
+    const upstream = new URL(redisUrl);
+    const proxy: TcpProxy = await startTcpProxy(upstream.hostname, Number(upstream.port || 6379));
+    cleanups.push(() => proxy.close());
+    const viaProxy = new URL(redisUrl);
+    viaProxy.hostname = '127.0.0.1';
+    viaProxy.port = String(proxy.port);
+
+    const secret = randomBytes(32).toString('hex');
+    const children: ChildProcess[] = [];
+    cleanups.push(() => {
+      for (const child of children) child.kill('SIGKILL');
+    });
+    const ports = await Promise.all(
+      Array.from({ length: REPLICAS }, (_, i) =>
+        startReplica(i + 1, viaProxy.href, secret, children),
+      ),
+    );
+    const tenant = randomUUID();
+    const token = issueToken(secret, tenant);
+    log('sluice demo: three API replicas share one quota through Redis');
+    log(`  Redis:    ${redisLabel}`);
+    log(`  Replicas: ${ports.map((port, i) => `#${i + 1} 127.0.0.1:${port}`).join(', ')}`);
+    log(`  Policy:   fixed window, ${LIMIT} per ${WINDOW_MS} ms on POST/orders; tenant ${tenant}`);
+    await Promise.all(
+      ports.map((port) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.text())),
+    );
+
+    const order = (port: number) =>
+      fetch(`http://127.0.0.1:${port}/orders`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}` },
+      }).then(async (res) => {
+        await res.arrayBuffer();
+        return { port, status: res.status, retryAfter: res.headers.get('retry-after') };
+      });
+
+    const results = await Promise.all(
+      Array.from({ length: REQUESTS }, (_, i) => order(ports[i % REPLICAS] as number)),
+    );
+    const perReplica = ports.map((port, i) => {
+      const mine = results.filter((r) => r.port === port);
+      return {
+        replica: i + 1,
+        port,
+        admitted: mine.filter((r) => r.status === 201).length,
+        limited: mine.filter((r) => r.status === 429).length,
+        other: mine.filter((r) => r.status !== 201 && r.status !== 429).length,
+      };
+    });
+    const admitted = perReplica.reduce((sum, r) => sum + r.admitted, 0);
+    const limited = perReplica.reduce((sum, r) => sum + r.limited, 0);
+    const retryAfterSeen = results.find((r) => r.status === 429)?.retryAfter ?? null;
+    log('');
+    log(`${REQUESTS} concurrent POST /orders, round robin over ${REPLICAS} replicas:`);
+    for (const r of perReplica) {
+      log(
+        `  replica #${r.replica}: ${r.admitted} admitted (201), ${r.limited} limited (429)${r.other ? `, ${r.other} other` : ''}`,
+      );
+    }
+    log(
+      `  total:      ${admitted} admitted, ${limited} limited (expected exactly ${LIMIT} admitted)`,
+    );
+    log(`  a limited response carried Retry-After: ${retryAfterSeen ?? '(none)'}`);
+
+    await sleep(WINDOW_MS + 100);
+    const after = await order(ports[0] as number);
+    const restoredAfterWindow = after.status === 201;
+    log('');
+    log(`After the window (${WINDOW_MS + 100} ms): POST /orders → ${after.status}`);
+
+    await proxy.close();
+    const down = await order(ports[1] as number);
+    log('');
+    log(
+      `Redis unreachable (the demo cut the network path): POST /orders → ${down.status}, Retry-After: ${down.retryAfter ?? '(none)'} (fail-closed)`,
+    );
+
+    const failures: string[] = [];
+    if (admitted !== LIMIT) failures.push(`admitted ${admitted}, expected ${LIMIT}`);
+    if (limited !== REQUESTS - LIMIT)
+      failures.push(`limited ${limited}, expected ${REQUESTS - LIMIT}`);
+    if (!restoredAfterWindow)
+      failures.push(`after the window: status ${after.status}, expected 201`);
+    if (down.status !== 503)
+      failures.push(`Redis unreachable: status ${down.status}, expected 503`);
+    if (down.retryAfter !== '1')
+      failures.push(`Redis unreachable: Retry-After ${down.retryAfter}, expected 1`);
+    log('');
+    log(failures.length === 0 ? 'PASS' : `FAIL: ${failures.join('; ')}`);
+    return {
+      redis: redisLabel,
+      tenant,
+      policy: { algorithm: 'fixed-window', limit: LIMIT, windowMs: WINDOW_MS },
+      requests: REQUESTS,
+      admitted,
+      limited,
+      perReplica,
+      retryAfterSeen,
+      restoredAfterWindow,
+      failClosedStatus: down.status,
+      failClosedRetryAfter: down.retryAfter,
+      pass: failures.length === 0,
+      failures,
+    };
+  } finally {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  }
+}
+
+function startReplica(
+  n: number,
+  redisUrl: string,
+  secret: string,
+  children: ChildProcess[],
+): Promise<number> {
+  const child = fork(new URL('./replica.js', import.meta.url), [], {
+    env: {
+      ...process.env,
+      REDIS_URL: redisUrl,
+      SLUICE_DEMO_SECRET: secret,
+      SLUICE_DEMO_NAME: `#${n}`,
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`replica #${n} did not start within 10 s`)),
+      10_000,
+    );
+    child.once('message', (message: { port?: number }) => {
+      clearTimeout(timer);
+      if (typeof message?.port === 'number' && message.port > 0) resolve(message.port);
+      else reject(new Error(`replica #${n} failed to listen`));
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`replica #${n} exited with code ${code} before listening`));
+    });
+  });
+}
