@@ -10,6 +10,9 @@
  * The deadline bounds the *caller's* wait, whatever the Redis client does with the command
  * (node-redis stops honouring an abort signal once a command is written to the socket).
  * It cannot unsend a command: a call that timed out may still have run on the server.
+ *
+ * The timer keeps the process alive only while some call is unsettled, so a caller's
+ * promise always settles, and an idle limiter never delays process exit.
  */
 import { performance } from 'node:perf_hooks';
 import { TimeoutError } from './errors.js';
@@ -28,6 +31,8 @@ export class DeadlineQueue {
   #queue: Pending[] = [];
   #head = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Calls not yet settled (the queue may also hold settled ones not yet swept). */
+  #unsettled = 0;
   readonly #sweep = () => this.#expire();
 
   /** @param timeoutMs the deadline of every call, in milliseconds (> 0). */
@@ -37,7 +42,7 @@ export class DeadlineQueue {
 
   /** Calls waiting for their work or their deadline. */
   get size(): number {
-    return this.#queue.length - this.#head;
+    return this.#unsettled;
   }
 
   /**
@@ -52,25 +57,31 @@ export class DeadlineQueue {
         reject,
       };
       this.#queue.push(entry);
+      if (++this.#unsettled === 1) this.#timer?.ref();
       if (this.#timer === undefined) this.#arm(this.#timeoutMs);
       work.then(
         (value) => {
           if (entry.settled) return;
-          entry.settled = true;
+          this.#settle(entry);
           resolve(value);
         },
         (error: unknown) => {
           if (entry.settled) return;
-          entry.settled = true;
+          this.#settle(entry);
           reject(error);
         },
       );
     });
   }
 
+  #settle(entry: Pending): void {
+    entry.settled = true;
+    if (--this.#unsettled === 0) this.#timer?.unref();
+  }
+
   #arm(delayMs: number): void {
     this.#timer = setTimeout(this.#sweep, Math.max(1, Math.ceil(delayMs)));
-    this.#timer.unref();
+    if (this.#unsettled === 0) this.#timer.unref();
   }
 
   #expire(): void {
@@ -83,7 +94,7 @@ export class DeadlineQueue {
       if (!entry.settled) {
         // Timers may fire up to ~1 ms early against the monotonic clock.
         if (entry.deadline > now + 1) break;
-        entry.settled = true;
+        this.#settle(entry);
         entry.reject(new TimeoutError(this.#timeoutMs));
       }
       head++;

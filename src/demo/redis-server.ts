@@ -56,6 +56,7 @@ export async function startRedisServer(extraArgs: string[] = []): Promise<Privat
     },
     async kill() {
       const done = exited(child);
+      child.ref(); // keep the event loop alive until the exit is seen
       child.kill('SIGKILL');
       await done;
     },

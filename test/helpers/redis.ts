@@ -1,0 +1,75 @@
+/**
+ * Test fixtures: a private redis-server per test file (never the shared one), clients that
+ * the file closes, and small helpers to read Redis state directly.
+ */
+import { after, before } from 'node:test';
+import { createClient } from 'redis';
+import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { createRedisClient } from '../../src/stores/node-redis.js';
+
+export type Client = Awaited<ReturnType<typeof createRedisClient>>;
+
+export interface RedisFixture {
+  /** The server; valid inside tests (after `before`). */
+  readonly server: PrivateRedis;
+  /**
+   * A client set up like sluice's (no offline queue), destroyed after the file. `url`
+   * defaults to the fixture's server; `reconnect` to false.
+   */
+  client(options?: { reconnect?: boolean; url?: string }): Promise<Client>;
+  /** An ordinary client for inspecting state (GET, PTTL, INFO), closed after the file. */
+  admin(): Promise<Client>;
+}
+
+/** Starts a private Redis before the file's tests and stops it (by pid) after them. */
+export function useRedis(extraArgs: string[] = []): RedisFixture {
+  let server: PrivateRedis | undefined;
+  const clients: Client[] = [];
+  let adminClient: Client | undefined;
+  before(async () => {
+    server = await startRedisServer(extraArgs);
+  });
+  after(async () => {
+    for (const client of clients) if (client.isOpen) client.destroy();
+    await server?.stop();
+  });
+  const fixture: RedisFixture = {
+    get server() {
+      if (!server) throw new Error('redis fixture used outside a test');
+      return server;
+    },
+    async client(options = {}) {
+      const client = await createRedisClient({
+        url: options.url ?? fixture.server.url,
+        reconnect: options.reconnect ?? false,
+      });
+      clients.push(client);
+      return client;
+    },
+    async admin() {
+      if (adminClient?.isReady) return adminClient;
+      const client = createClient({
+        url: fixture.server.url,
+        socket: { reconnectStrategy: false },
+      }) as unknown as Client;
+      client.on('error', () => {});
+      await client.connect();
+      clients.push(client);
+      adminClient = client;
+      return client;
+    },
+  };
+  return fixture;
+}
+
+/** Calls of one command recorded by `INFO commandstats` (0 when never called). */
+export async function commandCalls(client: Client, command: string): Promise<number> {
+  const info = await client.info('commandstats');
+  const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
+  return match ? Number(match[1]) : 0;
+}
+
+/** A fresh random tenant id, so tests never need FLUSHDB (S20). */
+export function randomTenant(): string {
+  return `t-${Math.random().toString(36).slice(2)}-${Date.now()}`;
+}

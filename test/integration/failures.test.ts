@@ -1,0 +1,197 @@
+/**
+ * When Redis misbehaves, sluice fails in the documented way: a typed error, fast, never
+ * "allowed" (S12, S13, S14, S19, S24) — and recovers by itself where it can (C01).
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
+import {
+  OverloadError,
+  SluiceError,
+  StoreError,
+  TimeoutError,
+  UnavailableError,
+} from '../../src/errors.js';
+import { keyPrefix, scopeKey } from '../../src/key.js';
+import { RateLimiter } from '../../src/limiter.js';
+import { randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const route = 'POST/orders';
+const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+const keyOf = (tenant: string) => scopeKey(keyPrefix('rate', 'fw', '1'), tenant, route);
+
+/** Servers started by a single test, stopped (by pid) after the file. */
+const ownServers: PrivateRedis[] = [];
+after(async () => {
+  for (const server of ownServers) await server.stop();
+});
+async function ownServer(): Promise<PrivateRedis> {
+  const server = await startRedisServer();
+  ownServers.push(server);
+  return server;
+}
+
+describe('failures are typed, bounded and never "allowed"', () => {
+  it('S19: a closed client throws UnavailableError, never allowed', async () => {
+    const client = await redis.client();
+    const limiter = new RateLimiter({ client });
+    client.destroy();
+    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), UnavailableError);
+    assert.equal(limiter.stats().unavailable, 1);
+    assert.equal(limiter.stats().allowed, 0);
+  });
+
+  it('Redis killed → UnavailableError well under the deadline; no promise left pending', async () => {
+    const server = await ownServer();
+    const client = await redis.client({ url: server.url });
+    const limiter = new RateLimiter({ client, timeoutMs: 1000 });
+    const tenant = randomTenant();
+    assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
+    await server.kill();
+    const started = performance.now();
+    const results = await Promise.allSettled(
+      Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy)),
+    );
+    const elapsed = performance.now() - started;
+    for (const result of results) {
+      assert.equal(result.status, 'rejected');
+      assert.ok(result.reason instanceof UnavailableError, String(result.reason));
+    }
+    assert.ok(elapsed < 500, `answered in ${elapsed.toFixed(0)} ms, deadline 1000 ms`);
+    assert.equal(limiter.stats().inFlight, 0);
+  });
+
+  it('CLIENT PAUSE longer than the deadline → TimeoutError close to the deadline', async () => {
+    const client = await redis.client();
+    const admin = await redis.admin();
+    const limiter = new RateLimiter({ client, timeoutMs: 150 });
+    const tenant = randomTenant();
+    await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+    const started = performance.now();
+    await assert.rejects(limiter.take({ tenant, route }, policy), TimeoutError);
+    const elapsed = performance.now() - started;
+    assert.ok(
+      elapsed >= 145 && elapsed < 450,
+      `timed out after ${elapsed.toFixed(0)} ms (deadline 150 ms)`,
+    );
+    assert.equal(limiter.stats().timeout, 1);
+    await sleep(700); // the pause ends; the late reply is ignored, the call is not refunded
+    assert.equal(limiter.stats().inFlight, 0);
+    assert.equal(
+      await admin.get(keyOf(tenant)),
+      '1',
+      'the timed-out take ran on the server and stays counted',
+    );
+  });
+
+  it('S13/S24: connection lost after the command was sent → typed error; the quota was spent, not refunded', async () => {
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    try {
+      const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
+      const limiter = new RateLimiter({ client, timeoutMs: 500 });
+      const tenant = randomTenant();
+      assert.equal((await limiter.take({ tenant, route }, policy)).remaining, 99);
+      proxy.mode = 'cut-after-send';
+      const started = performance.now();
+      const error = await limiter.take({ tenant, route }, policy).catch((e: unknown) => e);
+      const elapsed = performance.now() - started;
+      assert.ok(error instanceof UnavailableError || error instanceof TimeoutError, String(error));
+      assert.ok(elapsed < 600, `answered in ${elapsed.toFixed(0)} ms`);
+      await sleep(50);
+      assert.equal(
+        await (await redis.admin()).get(keyOf(tenant)),
+        '2',
+        'the lost call was counted by Redis',
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('case C01: SCRIPT FLUSH between takes → the next takes succeed (NOSCRIPT is reloaded, not a failure)', async () => {
+    const client = await redis.client();
+    const admin = await redis.admin();
+    const limiter = new RateLimiter({ client });
+    const tenant = randomTenant();
+    const p = fixedWindow({ limit: 100, windowMs: 60_000 });
+    assert.equal((await limiter.take({ tenant, route }, p)).remaining, 99);
+    assert.equal((await limiter.take({ tenant, route }, p)).remaining, 98);
+    await admin.scriptFlush();
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, () => limiter.take({ tenant, route }, p)),
+    );
+    assert.equal(burst.filter((d) => d.allowed).length, 50);
+    assert.equal(Math.min(...burst.map((d) => d.remaining)), 48);
+    assert.equal(limiter.stats().unavailable + limiter.stats().storeError, 0);
+  });
+
+  it('case C01 (restart variant): Redis restarted without persistence → reconnect, reload, all allowed', async () => {
+    const server = await ownServer();
+    const client = await redis.client({ url: server.url, reconnect: true });
+    const limiter = new RateLimiter({ client, timeoutMs: 1000 });
+    const tenant = randomTenant();
+    await limiter.take({ tenant, route }, policy);
+    await limiter.take({ tenant, route }, policy);
+    await server.kill();
+    await server.restart();
+    const deadline = Date.now() + 5000;
+    while (!client.isReady && Date.now() < deadline) await sleep(20);
+    assert.ok(client.isReady, 'client reconnected');
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy)),
+    );
+    assert.equal(burst.filter((d) => d.allowed).length, 50);
+    assert.equal(
+      Math.min(...burst.map((d) => d.remaining)),
+      50,
+      'a fresh server starts a fresh window',
+    );
+  });
+
+  it('S14: Redis paused, cap 8 → the 9th concurrent take rejects at once with OverloadError', async () => {
+    const client = await redis.client();
+    const admin = await redis.admin();
+    const limiter = new RateLimiter({ client, maxInFlight: 8, timeoutMs: 1000 });
+    await admin.sendCommand(['CLIENT', 'PAUSE', '400', 'WRITE']);
+    const pending = Array.from({ length: 8 }, () =>
+      limiter.take({ tenant: randomTenant(), route }, policy),
+    );
+    const started = performance.now();
+    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), OverloadError);
+    assert.ok(performance.now() - started < 50, 'rejected at once');
+    assert.equal(limiter.stats().inFlight, 8);
+    const results = await Promise.allSettled(pending);
+    assert.ok(
+      results.every((r) => r.status === 'fulfilled'),
+      'the 8 admitted calls complete after the pause',
+    );
+    assert.equal(limiter.stats().overload, 1);
+    assert.equal(limiter.stats().inFlight, 0);
+  });
+
+  it('case C02 (single node): a key of the wrong type → StoreError, never allowed', async () => {
+    const client = await redis.client();
+    const admin = await redis.admin();
+    const limiter = new RateLimiter({ client });
+    const tenant = randomTenant();
+    await admin.hSet(keyOf(tenant), 'x', '1');
+    const error = await limiter.take({ tenant, route }, policy).catch((e: unknown) => e);
+    assert.ok(error instanceof StoreError, String(error));
+    assert.equal(error.redisCode, 'WRONGTYPE');
+    assert.equal(limiter.stats().storeError, 1);
+    await admin.del(keyOf(tenant));
+  });
+
+  it('every failure is a SluiceError with a stable code', async () => {
+    const client = await redis.client();
+    const limiter = new RateLimiter({ client });
+    client.destroy();
+    const error = await limiter.take({ tenant: 'a', route }, policy).catch((e: unknown) => e);
+    assert.ok(error instanceof SluiceError);
+    assert.equal(error.code, 'SLUICE_UNAVAILABLE');
+  });
+});

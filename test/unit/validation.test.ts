@@ -1,0 +1,156 @@
+/**
+ * Bad input → a typed error that names the field, and the store is never called (S11).
+ * The store here is a spy: this unit never touches Redis (the integration suite checks the
+ * same against a real server with INFO commandstats).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { InvalidInputError } from '../../src/errors.js';
+import { RateLimiter } from '../../src/limiter.js';
+import type { ScriptStore } from '../../src/stores/store.js';
+
+function spyStore() {
+  let calls = 0;
+  const store: ScriptStore = {
+    evalScript: () => {
+      calls++;
+      return Promise.resolve([1, 0, 1000, 0]);
+    },
+  };
+  return { store, calls: () => calls };
+}
+
+const BAD_NUMBERS: unknown[] = [
+  0,
+  -1,
+  1.5,
+  Number.NaN,
+  Infinity,
+  -Infinity,
+  '10',
+  null,
+  2 ** 53,
+  {},
+  true,
+];
+const BAD_STRINGS: unknown[] = ['', 42, null, undefined, {}, ['a'], 'x'.repeat(65_537)];
+
+describe('invalid input is rejected before Redis (S11)', () => {
+  for (const value of BAD_NUMBERS) {
+    it(`policy.limit = ${String(value)} → InvalidInputError(policy.limit)`, () => {
+      assert.throws(
+        () => fixedWindow({ limit: value as number, windowMs: 1000 }),
+        (error: unknown) => error instanceof InvalidInputError && error.field === 'policy.limit',
+      );
+    });
+    it(`policy.windowMs = ${String(value)} → InvalidInputError(policy.windowMs)`, () => {
+      assert.throws(
+        () => fixedWindow({ limit: 10, windowMs: value as number }),
+        (error: unknown) => error instanceof InvalidInputError && error.field === 'policy.windowMs',
+      );
+    });
+  }
+
+  for (const version of ['', 'a b', '{x}', 'x'.repeat(65), -1, 1.5, null]) {
+    it(`policy.version = ${JSON.stringify(version)} → InvalidInputError(policy.version)`, () => {
+      assert.throws(
+        () => fixedWindow({ limit: 1, windowMs: 1, version: version as string }),
+        (error: unknown) => error instanceof InvalidInputError && error.field === 'policy.version',
+      );
+    });
+  }
+
+  it('a missing options object → InvalidInputError(policy)', () => {
+    assert.throws(() => fixedWindow(undefined as never), InvalidInputError);
+  });
+
+  const policy = fixedWindow({ limit: 10, windowMs: 1000 });
+  for (const field of ['tenant', 'route'] as const) {
+    for (const value of BAD_STRINGS) {
+      it(`scope.${field} = ${typeof value === 'string' ? `string(${value.length})` : String(value)} → InvalidInputError, no store call`, async () => {
+        const spy = spyStore();
+        const limiter = new RateLimiter({ store: spy.store });
+        const scope = { tenant: 'acme', route: 'POST/orders', [field]: value };
+        await assert.rejects(
+          limiter.take(scope as never, policy),
+          (error: unknown) =>
+            error instanceof InvalidInputError && error.field === `scope.${field}`,
+        );
+        assert.equal(spy.calls(), 0);
+        assert.equal(limiter.stats().invalid, 1);
+      });
+    }
+  }
+
+  for (const scope of [null, undefined, 'acme', 42]) {
+    it(`scope = ${String(scope)} → InvalidInputError(scope)`, async () => {
+      const spy = spyStore();
+      const limiter = new RateLimiter({ store: spy.store });
+      await assert.rejects(limiter.take(scope as never, policy), {
+        code: 'SLUICE_INVALID_INPUT',
+        field: 'scope',
+      });
+      assert.equal(spy.calls(), 0);
+    });
+  }
+
+  for (const cost of BAD_NUMBERS) {
+    it(`options.cost = ${String(cost)} → InvalidInputError(options.cost), no store call`, async () => {
+      const spy = spyStore();
+      const limiter = new RateLimiter({ store: spy.store });
+      await assert.rejects(
+        limiter.take({ tenant: 'a', route: 'r' }, policy, { cost: cost as number }),
+        {
+          code: 'SLUICE_INVALID_INPUT',
+          field: 'options.cost',
+        },
+      );
+      assert.equal(spy.calls(), 0);
+    });
+  }
+
+  it('a look-alike policy object is rejected (limits come from a builder, S3)', async () => {
+    const spy = spyStore();
+    const limiter = new RateLimiter({ store: spy.store });
+    const forged = { ...policy, limit: 1_000_000 };
+    await assert.rejects(limiter.take({ tenant: 'a', route: 'r' }, forged), { field: 'policy' });
+    assert.equal(spy.calls(), 0);
+  });
+
+  it('a policy is frozen: its limit cannot be changed after validation', () => {
+    assert.throws(() => {
+      (policy as { limit: number }).limit = 1_000_000;
+    }, TypeError);
+  });
+
+  it('limiter options are validated and name the field', () => {
+    const { store } = spyStore();
+    assert.throws(() => new RateLimiter({} as never), { field: 'options.client' });
+    assert.throws(() => new RateLimiter({ store, client: {} as never }), {
+      field: 'options.client',
+    });
+    assert.throws(() => new RateLimiter({ client: {} as never }), { field: 'client' });
+    assert.throws(() => new RateLimiter({ store, timeoutMs: 0 }), { field: 'options.timeoutMs' });
+    assert.throws(() => new RateLimiter({ store, maxInFlight: 1.5 }), {
+      field: 'options.maxInFlight',
+    });
+    assert.throws(() => new RateLimiter({ store, namespace: 'a{b}' }), {
+      field: 'options.namespace',
+    });
+  });
+
+  it('the error carries a stable code and a message naming field and expectation', () => {
+    try {
+      fixedWindow({ limit: 0, windowMs: 1000 });
+      assert.fail('no error');
+    } catch (error) {
+      assert.ok(error instanceof InvalidInputError);
+      assert.equal(error.code, 'SLUICE_INVALID_INPUT');
+      assert.equal(
+        error.message,
+        'policy.limit must be a positive safe integer; received number 0',
+      );
+    }
+  });
+});
