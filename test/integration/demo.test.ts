@@ -1,0 +1,42 @@
+/**
+ * The main job, run as a user runs it: `sluice demo --json` from the built package, with a
+ * private redis-server of its own (REDIS_URL unset).
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { promisify } from 'node:util';
+
+const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+
+describe('sluice demo', () => {
+  it('--json: exactly 10 of 30 admitted across 3 replicas, restored after the window, 503 + Retry-After: 1 when Redis is cut off', async () => {
+    assert.ok(existsSync(cli), 'dist/ is missing: run `npm run build` (npm test does)');
+    const env = { ...process.env };
+    delete env.REDIS_URL;
+    const { stdout } = await promisify(execFile)(process.execPath, [cli, 'demo', '--json'], {
+      env,
+      timeout: 60_000,
+    });
+    const report = JSON.parse(stdout);
+    assert.equal(report.admitted, 10);
+    assert.equal(report.limited, 20);
+    assert.equal(report.perReplica.length, 3);
+    assert.equal(
+      report.perReplica.reduce((sum: number, r: { admitted: number }) => sum + r.admitted, 0),
+      10,
+    );
+    assert.equal(report.retryAfterSeen, '1');
+    assert.equal(report.restoredAfterWindow, true);
+    assert.equal(report.failClosedStatus, 503);
+    assert.equal(report.failClosedRetryAfter, '1');
+    assert.equal(report.pass, true);
+  });
+
+  it('an unknown command or option is a usage error (exit 2)', async () => {
+    const run = promisify(execFile);
+    await assert.rejects(run(process.execPath, [cli, 'nope']), { code: 2 });
+    await assert.rejects(run(process.execPath, [cli, 'demo', '--bogus']), { code: 2 });
+  });
+});
