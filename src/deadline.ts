@@ -3,7 +3,7 @@
  *
  * Every call of a limiter has the same timeout, so deadlines arrive in the order the calls
  * started: a FIFO queue is already sorted. One timer is armed for the oldest pending call;
- * when it fires, every expired call is rejected and the timer re-armed for the next one.
+ * when it fires, every expired call is expired and the timer re-armed for the next one.
  * A call that settles normally is only marked, and dropped when the sweep reaches it. Cost
  * per call: one queue slot; no timer is created or cleared per call.
  *
@@ -17,10 +17,14 @@
 import { performance } from 'node:perf_hooks';
 import { TimeoutError } from './errors.js';
 
-interface Pending {
-  readonly deadline: number;
+/** A call tracked by a {@link DeadlineQueue}. */
+export interface DeadlineEntry {
+  /** `performance.now()` value after which the call expires; set by `track`. */
+  deadline: number;
+  /** True once the call settled, by its work or by expiry. */
   settled: boolean;
-  readonly reject: (error: Error) => void;
+  /** Called once, when the deadline passes while the call is unsettled (`settled` is already true). */
+  expire(): void;
 }
 
 /** Compact the queue's array once this many settled slots lead it. */
@@ -28,10 +32,9 @@ const COMPACT_AT = 1024;
 
 export class DeadlineQueue {
   readonly #timeoutMs: number;
-  #queue: Pending[] = [];
+  #queue: DeadlineEntry[] = [];
   #head = 0;
   #timer: NodeJS.Timeout | undefined;
-  /** Calls not yet settled (the queue may also hold settled ones not yet swept). */
   #unsettled = 0;
   readonly #sweep = () => this.#expire();
 
@@ -40,9 +43,34 @@ export class DeadlineQueue {
     this.#timeoutMs = timeoutMs;
   }
 
-  /** Calls waiting for their work or their deadline. */
+  /** The deadline of every call, in milliseconds. */
+  get timeoutMs(): number {
+    return this.#timeoutMs;
+  }
+
+  /** Calls not yet settled. */
   get size(): number {
     return this.#unsettled;
+  }
+
+  /** Starts the clock of `entry`: it expires `timeoutMs` from now unless settled first. */
+  track(entry: DeadlineEntry, now: number = performance.now()): void {
+    entry.deadline = now + this.#timeoutMs;
+    entry.settled = false;
+    this.#queue.push(entry);
+    if (++this.#unsettled === 1) this.#timer?.ref();
+    if (this.#timer === undefined) this.#arm(this.#timeoutMs);
+  }
+
+  /**
+   * Marks `entry` settled by its work. Returns false when it had already settled (expired),
+   * in which case the caller must not settle it again.
+   */
+  settle(entry: DeadlineEntry): boolean {
+    if (entry.settled) return false;
+    entry.settled = true;
+    if (--this.#unsettled === 0) this.#timer?.unref();
+    return true;
   }
 
   /**
@@ -51,32 +79,22 @@ export class DeadlineQueue {
    */
   race<T>(work: Promise<T>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      const entry: Pending = {
-        deadline: performance.now() + this.#timeoutMs,
+      const timeoutMs = this.#timeoutMs;
+      const entry: DeadlineEntry = {
+        deadline: 0,
         settled: false,
-        reject,
+        expire: () => reject(new TimeoutError(timeoutMs)),
       };
-      this.#queue.push(entry);
-      if (++this.#unsettled === 1) this.#timer?.ref();
-      if (this.#timer === undefined) this.#arm(this.#timeoutMs);
+      this.track(entry);
       work.then(
         (value) => {
-          if (entry.settled) return;
-          this.#settle(entry);
-          resolve(value);
+          if (this.settle(entry)) resolve(value);
         },
         (error: unknown) => {
-          if (entry.settled) return;
-          this.#settle(entry);
-          reject(error);
+          if (this.settle(entry)) reject(error);
         },
       );
     });
-  }
-
-  #settle(entry: Pending): void {
-    entry.settled = true;
-    if (--this.#unsettled === 0) this.#timer?.unref();
   }
 
   #arm(delayMs: number): void {
@@ -90,12 +108,12 @@ export class DeadlineQueue {
     const queue = this.#queue;
     let head = this.#head;
     while (head < queue.length) {
-      const entry = queue[head] as Pending;
+      const entry = queue[head] as DeadlineEntry;
       if (!entry.settled) {
         // Timers may fire up to ~1 ms early against the monotonic clock.
         if (entry.deadline > now + 1) break;
-        this.#settle(entry);
-        entry.reject(new TimeoutError(this.#timeoutMs));
+        this.settle(entry);
+        entry.expire();
       }
       head++;
     }
@@ -109,6 +127,6 @@ export class DeadlineQueue {
       head = 0;
     }
     this.#head = head;
-    this.#arm((this.#queue[head] as Pending).deadline - now);
+    this.#arm((this.#queue[head] as DeadlineEntry).deadline - now);
   }
 }

@@ -1,17 +1,24 @@
 /**
- * The decision path: validate → in-flight cap → script on Redis → deadline → decision.
+ * The decision path: validate → local denial cache → in-flight cap → coalesced script call
+ * on Redis → per-call deadline → decision.
  *
  * Every decision is made inside one atomic Lua script on the Redis server, on the server's
- * clock; nothing is read and then written from here (S5, S9).
+ * clock; nothing is read and then written from here (S5, S9). The hot path allocates one
+ * promise and one call object per take, hashes the scope once, and creates no timer.
  */
+import { performance } from 'node:perf_hooks';
+import { batchId } from './algorithms/batch.js';
 import { decodeDecision, isPolicy, type Policy } from './algorithms/policy.js';
-import { DeadlineQueue } from './deadline.js';
+import type { LuaScript } from './algorithms/script.js';
+import { type BatchItem, Coalescer } from './coalescer.js';
+import { type DeadlineEntry, DeadlineQueue } from './deadline.js';
+import { DenialCache } from './denial-cache.js';
 import {
   InvalidInputError,
   OverloadError,
-  type SluiceError,
   StoreError,
   TimeoutError,
+  UnavailableError,
 } from './errors.js';
 import { keyPrefix, scopeKey } from './key.js';
 import { type NodeRedisClientLike, NodeRedisStore } from './stores/node-redis.js';
@@ -45,6 +52,19 @@ export interface RateLimiterOptions {
    * A positive safe integer. Default 1000.
    */
   readonly maxInFlight?: number;
+  /**
+   * Most takes coalesced into one script call: takes issued in the same event-loop turn
+   * are sent together (see `coalescer.ts`). 1 sends every take alone. A positive safe
+   * integer. Default 128.
+   */
+  readonly maxBatchSize?: number;
+  /**
+   * The local denial cache: a scope whose quota is used up until a known time is denied in
+   * process until then, with no Redis call, where that is exact for its policy (see
+   * `denial-cache.ts`). `false` turns it off; `maxEntries` (a positive safe integer,
+   * default 10,000) bounds its memory.
+   */
+  readonly denialCache?: false | { readonly maxEntries?: number };
 }
 
 /** Counts of outcomes since the limiter was created, plus calls in flight now. */
@@ -63,6 +83,8 @@ export interface LimiterStats {
   overload: number;
   /** Calls that Redis answered with an error reply. */
   storeError: number;
+  /** Denials answered by the local denial cache (also counted in `limited`). */
+  cachedDenials: number;
   /** Calls sent and not yet answered by Redis (may exceed pending callers after timeouts). */
   inFlight: number;
 }
@@ -71,13 +93,49 @@ const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
 /** Longest tenant or route accepted, in UTF-16 code units. */
 export const MAX_SCOPE_PART_LENGTH = 65_536;
 
-export class RateLimiter {
-  readonly #store: ScriptStore;
-  readonly #namespace: string;
-  readonly #maxInFlight: number;
-  readonly #deadlines: DeadlineQueue;
-  readonly #prefixes = new WeakMap<Policy, string>();
-  readonly #stats: LimiterStats = {
+/** Per policy and limiter: what every take under the policy shares. */
+interface Compiled {
+  readonly prefix: string;
+  readonly batchId: number;
+}
+
+/**
+ * One take in flight: its deadline entry and its batch item at once, so that a take costs
+ * one object besides its promise.
+ */
+class Call implements DeadlineEntry, BatchItem {
+  deadline = 0;
+  settled = false;
+  readonly script: LuaScript;
+
+  constructor(
+    readonly engine: Engine,
+    readonly policy: Policy,
+    readonly batchId: number,
+    readonly key: string,
+    readonly args: readonly string[],
+    readonly resolve: (decision: Decision) => void,
+    readonly reject: (error: Error) => void,
+  ) {
+    this.script = policy.script;
+  }
+
+  done(reply: unknown, sentAt: number): void {
+    this.engine.answered(this, reply, sentAt);
+  }
+
+  fail(error: Error): void {
+    this.engine.failed(this, error);
+  }
+
+  expire(): void {
+    this.engine.expired(this);
+  }
+}
+
+/** The limiter's state, shared with its calls. */
+class Engine {
+  readonly stats: LimiterStats = {
     allowed: 0,
     limited: 0,
     invalid: 0,
@@ -85,22 +143,72 @@ export class RateLimiter {
     unavailable: 0,
     overload: 0,
     storeError: 0,
+    cachedDenials: 0,
     inFlight: 0,
   };
-  readonly #release = () => {
-    this.#stats.inFlight--;
-  };
-  readonly #count = (decision: Decision) => {
-    if (decision.allowed) this.#stats.allowed++;
-    else this.#stats.limited++;
-    return decision;
-  };
-  readonly #countError = (error: SluiceError) => {
-    if (error instanceof TimeoutError) this.#stats.timeout++;
-    else if (error instanceof StoreError) this.#stats.storeError++;
-    else this.#stats.unavailable++;
-    throw error;
-  };
+
+  constructor(
+    readonly deadlines: DeadlineQueue,
+    readonly denials: DenialCache | undefined,
+  ) {}
+
+  answered(call: Call, reply: unknown, sentAt: number): void {
+    this.stats.inFlight--;
+    const decision = decodeDecision(reply, call.policy.limit);
+    if (decision === undefined) {
+      this.failed(call, new StoreError(`ERR unexpected reply from ${call.script.name}`), true);
+      return;
+    }
+    if (this.denials !== undefined) {
+      const holdMs = call.policy.denialHoldMs(decision);
+      if (holdMs > 0) {
+        const now = performance.now();
+        this.denials.set(
+          call.key,
+          {
+            until: sentAt + holdMs,
+            resetAt: now + decision.resetMs,
+            retryAt: now + holdMs + 1,
+            limit: decision.limit,
+          },
+          now,
+        );
+      }
+    }
+    if (!this.deadlines.settle(call)) return; // the caller already got a TimeoutError
+    if (decision.allowed) this.stats.allowed++;
+    else this.stats.limited++;
+    call.resolve(decision);
+  }
+
+  failed(call: Call, error: Error, counted = false): void {
+    if (!counted) this.stats.inFlight--;
+    if (!this.deadlines.settle(call)) return;
+    if (error instanceof StoreError) this.stats.storeError++;
+    else this.stats.unavailable++;
+    call.reject(
+      error instanceof StoreError || error instanceof UnavailableError
+        ? error
+        : toUnavailable(error),
+    );
+  }
+
+  expired(call: Call): void {
+    this.stats.timeout++;
+    call.reject(new TimeoutError(this.deadlines.timeoutMs));
+  }
+}
+
+function toUnavailable(error: Error): UnavailableError {
+  return new UnavailableError(`Redis unavailable: ${error.message}`, { cause: error });
+}
+
+export class RateLimiter {
+  readonly #namespace: string;
+  readonly #maxInFlight: number;
+  readonly #engine: Engine;
+  readonly #coalescer: Coalescer;
+  readonly #compiled = new WeakMap<Policy, Compiled>();
 
   /** @throws {InvalidInputError} for a missing/ambiguous store or an out-of-range option. */
   constructor(options: RateLimiterOptions) {
@@ -117,7 +225,7 @@ export class RateLimiter {
     if (options.store !== undefined && typeof options.store?.evalScript !== 'function') {
       throw new InvalidInputError('options.store', 'a ScriptStore', options.store);
     }
-    this.#store = options.store ?? new NodeRedisStore(options.client as NodeRedisClientLike);
+    const store = options.store ?? new NodeRedisStore(options.client as NodeRedisClientLike);
     const namespace = options.namespace ?? 'rate';
     if (typeof namespace !== 'string' || !NAMESPACE.test(namespace)) {
       throw new InvalidInputError(
@@ -128,12 +236,26 @@ export class RateLimiter {
     }
     this.#namespace = namespace;
     this.#maxInFlight = option('options.maxInFlight', options.maxInFlight, 1000);
-    this.#deadlines = new DeadlineQueue(option('options.timeoutMs', options.timeoutMs, 150));
+    const deadlines = new DeadlineQueue(option('options.timeoutMs', options.timeoutMs, 150));
+    this.#coalescer = new Coalescer(
+      store,
+      option('options.maxBatchSize', options.maxBatchSize, 128),
+    );
+    const cache = options.denialCache;
+    if (cache !== undefined && cache !== false && (typeof cache !== 'object' || cache === null)) {
+      throw new InvalidInputError('options.denialCache', 'false or { maxEntries }', cache);
+    }
+    const denials =
+      cache === false
+        ? undefined
+        : new DenialCache(option('options.denialCache.maxEntries', cache?.maxEntries, 10_000));
+    this.#engine = new Engine(deadlines, denials);
   }
 
   /**
    * Decides, atomically on Redis, whether `scope` may spend `cost` units under `policy`,
    * and spends them when it may. A denial resolves (`allowed: false`); only failures reject.
+   * Always returns a promise: bad input rejects, it never throws synchronously.
    *
    * @returns the decision; see {@link Decision} for each field's meaning.
    * @throws {InvalidInputError} bad scope, policy or cost (nothing sent to Redis).
@@ -143,8 +265,10 @@ export class RateLimiter {
    * @throws {StoreError} Redis replied with an error (e.g. `WRONGTYPE`, `OOM`).
    */
   take(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    const engine = this.#engine;
     let key: string;
-    let args: string[];
+    let args: readonly string[];
+    let compiled: Compiled;
     try {
       if (!isPolicy(policy)) {
         throw new InvalidInputError(
@@ -155,41 +279,56 @@ export class RateLimiter {
       }
       const cost = takeCost(options);
       const { tenant, route } = checkScope(scope);
-      key = scopeKey(this.#prefix(policy), tenant, route);
+      compiled = this.#compile(policy);
+      key = scopeKey(compiled.prefix, tenant, route);
       args = policy.args(cost);
     } catch (error) {
-      this.#stats.invalid++;
+      engine.stats.invalid++;
       return Promise.reject(error);
     }
-    if (this.#stats.inFlight >= this.#maxInFlight) {
-      this.#stats.overload++;
+    const now = performance.now();
+    const denials = engine.denials;
+    if (denials !== undefined && denials.size > 0) {
+      const held = denials.get(key, now);
+      if (held !== undefined && held.limit === policy.limit) {
+        engine.stats.limited++;
+        engine.stats.cachedDenials++;
+        return Promise.resolve({
+          allowed: false,
+          remaining: 0,
+          limit: held.limit,
+          resetMs: Math.max(0, Math.ceil(held.resetAt - now)),
+          retryAfterMs: Math.max(1, Math.ceil(held.retryAt - now)),
+        });
+      }
+    }
+    if (engine.stats.inFlight >= this.#maxInFlight) {
+      engine.stats.overload++;
       return Promise.reject(new OverloadError(this.#maxInFlight));
     }
-    this.#stats.inFlight++;
-    const limit = policy.limit;
-    const reply = this.#store.evalScript(policy.script, [key], args);
-    reply.then(this.#release, this.#release);
-    const decision = reply.then((raw) => {
-      const decoded = decodeDecision(raw, limit);
-      if (decoded === undefined)
-        throw new StoreError(`unexpected reply from ${policy.script.name}`);
-      return decoded;
+    engine.stats.inFlight++;
+    return new Promise<Decision>((resolve, reject) => {
+      const call = new Call(engine, policy, compiled.batchId, key, args, resolve, reject);
+      engine.deadlines.track(call, now);
+      this.#coalescer.add(call);
     });
-    return this.#deadlines.race(decision).then(this.#count, this.#countError);
   }
 
   /** A snapshot of the outcome counters. */
   stats(): LimiterStats {
-    return { ...this.#stats };
+    return { ...this.#engine.stats };
   }
 
-  #prefix(policy: Policy): string {
-    let prefix = this.#prefixes.get(policy);
-    if (prefix === undefined) {
-      prefix = keyPrefix(this.#namespace, policy.keyTag, policy.version);
-      this.#prefixes.set(policy, prefix);
+  #compile(policy: Policy): Compiled {
+    let compiled = this.#compiled.get(policy);
+    if (compiled === undefined) {
+      const id = batchId(policy.script);
+      if (id === undefined)
+        throw new InvalidInputError('policy', 'a policy of a known algorithm', policy);
+      compiled = { prefix: keyPrefix(this.#namespace, policy.keyTag, policy.version), batchId: id };
+      this.#compiled.set(policy, compiled);
     }
-    return prefix;
+    return compiled;
   }
 }
 

@@ -12,10 +12,13 @@
  * when admitted.
  */
 import { InvalidInputError } from '../errors.js';
+import type { Decision } from '../types.js';
 import { definePolicy, type Policy, policyVersion, positiveSafeInteger } from './policy.js';
 import { loadScript } from './script.js';
 
-const script = loadScript('fixed-window', import.meta.url, 1);
+/** The fixed-window script (one key). */
+export const fixedWindowScript = loadScript('fixed-window', import.meta.url, 1);
+const script = fixedWindowScript;
 
 /** Options of {@link fixedWindow}. */
 export interface FixedWindowOptions {
@@ -52,6 +55,7 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
   const version = policyVersion(options.version);
   const limitArg = String(limit);
   const windowArg = String(windowMs);
+  const unitArgs = Object.freeze([limitArg, windowArg, '1']);
   return definePolicy({
     algorithm: 'fixed-window' as const,
     keyTag: 'fw',
@@ -60,6 +64,8 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
     version,
     script,
     maxCost: limit,
-    args: (cost: number) => [limitArg, windowArg, cost === 1 ? '1' : String(cost)],
+    args: (cost: number) => (cost === 1 ? unitArgs : [limitArg, windowArg, String(cost)]),
+    // A full window stays full until it ends: nothing un-spends quota inside a window.
+    denialHoldMs: (decision: Decision) => (decision.remaining === 0 ? decision.resetMs : 0),
   });
 }

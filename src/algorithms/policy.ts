@@ -23,7 +23,12 @@ export interface Policy {
   /** @internal The script that decides. */
   readonly script: LuaScript;
   /** @internal ARGV for one take of `cost` units. */
-  readonly args: (cost: number) => string[];
+  readonly args: (cost: number) => readonly string[];
+  /**
+   * @internal For the local denial cache: how many ms after the request was sent *every*
+   * take on this key is certain to be denied, given `decision`; 0 when nothing is certain.
+   */
+  readonly denialHoldMs: (decision: Decision) => number;
 }
 
 const VERSION = /^[A-Za-z0-9._-]{1,64}$/;

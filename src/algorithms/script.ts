@@ -19,7 +19,11 @@ export interface LuaScript {
 
 /** Loads `<name>.lua` from the folder of `baseUrl` (pass `import.meta.url`). */
 export function loadScript(name: string, baseUrl: string, keyCount: number): LuaScript {
-  const source = readFileSync(new URL(`./${name}.lua`, baseUrl), 'utf8');
+  return scriptFromSource(name, readFileSync(new URL(`./${name}.lua`, baseUrl), 'utf8'), keyCount);
+}
+
+/** A script object for Lua source built in code (e.g. the batch script). */
+export function scriptFromSource(name: string, source: string, keyCount: number): LuaScript {
   const sha1 = createHash('sha1').update(source).digest('hex');
   return Object.freeze({ name, source, sha1, keyCount });
 }

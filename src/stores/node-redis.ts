@@ -70,11 +70,16 @@ export interface CreateRedisClientOptions {
   /** Connect timeout in milliseconds. Default 1000. */
   readonly connectTimeoutMs?: number;
   /**
-   * Reconnect after a lost connection, with exponential backoff and jitter (50 ms doubling
-   * to 2 s). Default `true`. Commands never queue while disconnected either way.
+   * After the first connection, reconnect when it is lost, with exponential backoff and
+   * jitter (50 ms doubling to 2 s). Default `true`. The first connection is never retried:
+   * `createRedisClient` rejects at once when Redis is unreachable at start. Commands never
+   * queue while disconnected either way.
    */
   readonly reconnect?: boolean;
-  /** Called with every connection error (the client emits them; they are never silent). */
+  /**
+   * Called with every connection error. Default: a process warning
+   * (`process.emitWarning`), at most one per 10 s with the count since the last one.
+   */
   readonly onError?: (error: Error) => void;
   /** Called before each reconnect attempt with the attempt number and its delay in ms. */
   readonly onReconnect?: (attempt: number, delayMs: number) => void;
@@ -82,27 +87,58 @@ export interface CreateRedisClientOptions {
 
 /**
  * Creates and connects a node-redis client set up for rate limiting: no offline queue
- * (S12), a connect timeout, optional backoff reconnection that reports each attempt.
+ * (S12), a connect timeout, optional backoff reconnection that reports each attempt, and
+ * connection errors that are never silent. Close it with `client.close()` (or
+ * `client.destroy()`) at shutdown.
+ *
+ * @throws {UnavailableError} when the first connection fails (nothing is retried then).
  */
 export async function createRedisClient(options: CreateRedisClientOptions = {}) {
   const reconnect = options.reconnect ?? true;
+  let connected = false;
   const socket: RedisClientOptions['socket'] = {
     connectTimeout: options.connectTimeoutMs ?? 1000,
-    reconnectStrategy: reconnect
-      ? (retries: number) => {
-          const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
-          const delay = Math.round(base / 2 + Math.random() * (base / 2));
-          options.onReconnect?.(retries + 1, delay);
-          return delay;
-        }
-      : false,
+    reconnectStrategy: (retries: number, cause: Error) => {
+      if (!connected || !reconnect) return cause ?? new Error('connection lost');
+      const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
+      const delay = Math.round(base / 2 + Math.random() * (base / 2));
+      options.onReconnect?.(retries + 1, delay);
+      return delay;
+    },
   };
   const client = createClient({
     url: options.url ?? 'redis://127.0.0.1:6379',
     disableOfflineQueue: true,
     socket,
   });
-  client.on('error', (error: Error) => options.onError?.(error));
-  await client.connect();
+  client.on('error', options.onError ?? throttledWarning());
+  client.on('ready', () => {
+    connected = true;
+  });
+  try {
+    await client.connect();
+  } catch (error) {
+    if (client.isOpen) client.destroy();
+    throw toSluiceError(error);
+  }
   return client;
+}
+
+/** The default error listener: a process warning at most every 10 s, with a count. */
+function throttledWarning(): (error: Error) => void {
+  let last = 0;
+  let suppressed = 0;
+  return (error) => {
+    const now = Date.now();
+    if (now - last < 10_000) {
+      suppressed++;
+      return;
+    }
+    const more = suppressed > 0 ? ` (+${suppressed} more since the last warning)` : '';
+    process.emitWarning(`Redis connection error: ${error.message}${more}`, {
+      code: 'SLUICE_REDIS_ERROR',
+    });
+    last = now;
+    suppressed = 0;
+  };
 }

@@ -42,6 +42,7 @@ export function useRedis(extraArgs: string[] = []): RedisFixture {
       const client = await createRedisClient({
         url: options.url ?? fixture.server.url,
         reconnect: options.reconnect ?? false,
+        onError: () => {}, // the tests assert on the typed outcomes instead
       });
       clients.push(client);
       return client;

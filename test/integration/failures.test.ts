@@ -17,6 +17,7 @@ import {
 } from '../../src/errors.js';
 import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
+import { createRedisClient } from '../../src/stores/node-redis.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -184,6 +185,19 @@ describe('failures are typed, bounded and never "allowed"', () => {
     assert.equal(error.redisCode, 'WRONGTYPE');
     assert.equal(limiter.stats().storeError, 1);
     await admin.del(keyOf(tenant));
+  });
+
+  it('createRedisClient with Redis down at start rejects at once with UnavailableError (never hangs retrying)', async () => {
+    const server = await ownServer();
+    await server.kill();
+    const started = performance.now();
+    const warnings: Error[] = [];
+    await assert.rejects(
+      createRedisClient({ url: server.url, onError: (e) => warnings.push(e) }),
+      UnavailableError,
+    );
+    assert.ok(performance.now() - started < 2000);
+    assert.ok(warnings.length >= 1, 'the connection error was reported, not swallowed');
   });
 
   it('every failure is a SluiceError with a stable code', async () => {

@@ -1,0 +1,179 @@
+/**
+ * The fast decision path against a real Redis: coalesced batches decide exactly as single
+ * calls would, isolate a failing item, and the local denial cache answers only what is
+ * certain.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { StoreError } from '../../src/errors.js';
+import { keyPrefix, scopeKey } from '../../src/key.js';
+import { RateLimiter } from '../../src/limiter.js';
+import { commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const route = 'POST/orders';
+
+async function scriptCalls(): Promise<number> {
+  const admin = await redis.admin();
+  return (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+}
+
+describe('coalescing', () => {
+  it('3 connections × 400 concurrent takes, limit 137 → exactly 137, remaining 136…0 once each, in few script calls', async () => {
+    const limiters = await Promise.all(
+      [0, 1, 2].map(
+        async () => new RateLimiter({ client: await redis.client(), denialCache: false }),
+      ),
+    );
+    const tenant = randomTenant();
+    const policy = fixedWindow({ limit: 137, windowMs: 60_000 });
+    // Load the batch script first, so that NOSCRIPT retries do not count below.
+    await Promise.all(
+      [1, 2].map(() =>
+        (limiters[0] as RateLimiter).take({ tenant: randomTenant(), route }, policy),
+      ),
+    );
+    const before = await scriptCalls();
+    const decisions = await Promise.all(
+      Array.from({ length: 1200 }, (_, i) =>
+        (limiters[i % 3] as RateLimiter).take({ tenant, route }, policy),
+      ),
+    );
+    const calls = (await scriptCalls()) - before;
+    const admitted = decisions.filter((d) => d.allowed);
+    assert.equal(admitted.length, 137);
+    assert.deepEqual(
+      admitted.map((d) => d.remaining).sort((a, b) => a - b),
+      Array.from({ length: 137 }, (_, i) => i),
+    );
+    assert.equal(calls, 3 * Math.ceil(400 / 128), `${calls} script calls for 1200 takes`);
+  });
+
+  it('mixed policies, versions and costs in one batch decide as the same takes one by one', async () => {
+    const batched = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const single = new RateLimiter({
+      client: await redis.client(),
+      maxBatchSize: 1,
+      denialCache: false,
+    });
+    const policies = [
+      fixedWindow({ limit: 3, windowMs: 60_000 }),
+      fixedWindow({ limit: 5, windowMs: 60_000, version: 2 }),
+      fixedWindow({ limit: 1, windowMs: 30_000, version: 'x' }),
+    ];
+    const plan = Array.from({ length: 60 }, (_, i) => ({
+      tenant: `mix-${i % 4}`,
+      policy: policies[i % 3] as (typeof policies)[number],
+      cost: 1 + (i % 2),
+    }));
+    const saltA = randomTenant();
+    const saltB = randomTenant();
+    const a = await Promise.all(
+      plan.map((p) =>
+        batched.take({ tenant: saltA + p.tenant, route }, p.policy, { cost: p.cost }),
+      ),
+    );
+    const b: unknown[] = [];
+    for (const p of plan)
+      b.push(await single.take({ tenant: saltB + p.tenant, route }, p.policy, { cost: p.cost }));
+    const shape = (d: { allowed: boolean; remaining: number; retryAfterMs: number }) => [
+      d.allowed,
+      d.remaining,
+      d.retryAfterMs === Number.POSITIVE_INFINITY,
+    ];
+    assert.deepEqual(a.map(shape), (b as typeof a).map(shape));
+  });
+
+  it('one failing item (a key of the wrong type) fails alone; its batch neighbours are decided', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const admin = await redis.admin();
+    const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
+    const bad = randomTenant();
+    await admin.hSet(scopeKey(keyPrefix('rate', 'fw', '1'), bad, route), 'x', '1');
+    const results = await Promise.allSettled([
+      limiter.take({ tenant: randomTenant(), route }, policy),
+      limiter.take({ tenant: bad, route }, policy),
+      limiter.take({ tenant: randomTenant(), route }, policy),
+    ]);
+    assert.equal(results[0]?.status, 'fulfilled');
+    assert.equal(results[2]?.status, 'fulfilled');
+    assert.equal(results[1]?.status, 'rejected');
+    const reason = (results[1] as PromiseRejectedResult).reason;
+    assert.ok(reason instanceof StoreError && reason.redisCode === 'WRONGTYPE', String(reason));
+  });
+
+  it('more takes than maxBatchSize are split into several batches, all decided', async () => {
+    const limiter = new RateLimiter({
+      client: await redis.client(),
+      maxBatchSize: 7,
+      denialCache: false,
+    });
+    const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
+    const tenant = randomTenant();
+    const before = await scriptCalls();
+    const decisions = await Promise.all(
+      Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy)),
+    );
+    assert.equal(decisions.filter((d) => d.allowed).length, 50);
+    assert.equal((await scriptCalls()) - before, Math.ceil(50 / 7));
+  });
+});
+
+describe('local denial cache', () => {
+  it('a full window is answered locally until it ends, then Redis admits again', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 3, windowMs: 800 });
+    const scope = { tenant: randomTenant(), route };
+    for (let i = 0; i < 3; i++) assert.equal((await limiter.take(scope, policy)).allowed, true);
+    const before = await scriptCalls();
+    const denied = await Promise.all(
+      Array.from({ length: 200 }, () => limiter.take(scope, policy)),
+    );
+    assert.ok(
+      denied.every(
+        (d) => !d.allowed && d.remaining === 0 && d.retryAfterMs > 0 && d.retryAfterMs <= 801,
+      ),
+    );
+    assert.equal((await scriptCalls()) - before, 0, 'no Redis call for cached denials');
+    assert.equal(limiter.stats().cachedDenials, 200);
+    assert.equal(limiter.stats().limited, 200);
+    const wait = Math.max(...denied.map((d) => d.retryAfterMs));
+    await sleep(wait + 5);
+    assert.equal((await limiter.take(scope, policy)).allowed, true);
+  });
+
+  it('a denial that does not cover every cost is not cached (remaining > 0)', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    await limiter.take(scope, policy, { cost: 8 });
+    assert.equal((await limiter.take(scope, policy, { cost: 5 })).allowed, false);
+    const small = await limiter.take(scope, policy, { cost: 2 });
+    assert.deepEqual([small.allowed, small.remaining], [true, 0]);
+    assert.equal(limiter.stats().cachedDenials, 0);
+  });
+
+  it('a different policy limit on the same key is never answered from the cache', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const scope = { tenant: randomTenant(), route };
+    const low = fixedWindow({ limit: 1, windowMs: 60_000 });
+    const high = fixedWindow({ limit: 5, windowMs: 60_000 });
+    await limiter.take(scope, low);
+    assert.equal((await limiter.take(scope, low)).allowed, false);
+    const d = await limiter.take(scope, high);
+    assert.deepEqual([d.allowed, d.remaining], [true, 3]);
+  });
+
+  it('denialCache: false sends every take to Redis', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const policy = fixedWindow({ limit: 1, windowMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    await limiter.take(scope, policy);
+    const before = await scriptCalls();
+    for (let i = 0; i < 5; i++) await limiter.take(scope, policy);
+    assert.equal((await scriptCalls()) - before, 5);
+    assert.equal(limiter.stats().cachedDenials, 0);
+  });
+});
