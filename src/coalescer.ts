@@ -12,7 +12,7 @@
 import { performance } from 'node:perf_hooks';
 import { batchScript } from './algorithms/batch.js';
 import type { LuaScript } from './algorithms/script.js';
-import { StoreError } from './errors.js';
+import { StoreError, UnavailableError } from './errors.js';
 import type { ScriptStore } from './stores/store.js';
 
 /** One decision waiting to be sent. */
@@ -25,7 +25,31 @@ export interface BatchItem {
   readonly args: readonly string[];
   /** The raw algorithm reply; `sentAt` is `performance.now()` when the call was sent. */
   done(reply: unknown, sentAt: number): void;
-  fail(error: Error): void;
+  fail(error: unknown): void;
+}
+
+/**
+ * Calls the store, turning a synchronous throw or a non-promise result (a misbehaving
+ * custom store, a callback-style client) into a rejection, so no failure escapes the
+ * caller's promise.
+ */
+function run(
+  store: ScriptStore,
+  script: LuaScript,
+  keys: string[],
+  args: readonly string[],
+): Promise<unknown> {
+  try {
+    const reply: unknown = store.evalScript(script, keys, args);
+    if (isThenable(reply)) return Promise.resolve(reply);
+    return Promise.reject(
+      new UnavailableError(
+        'the store returned no promise: is the client a node-redis v6 client (not .legacy())?',
+      ),
+    );
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
 
 export class Coalescer {
@@ -60,9 +84,9 @@ export class Coalescer {
     const sentAt = performance.now();
     if (items.length === 1) {
       const item = items[0] as BatchItem;
-      this.#store.evalScript(item.script, [item.key], item.args).then(
+      run(this.#store, item.script, [item.key], item.args).then(
         (reply) => item.done(reply, sentAt),
-        (error: Error) => item.fail(error),
+        (error: unknown) => item.fail(error),
       );
       return;
     }
@@ -74,9 +98,9 @@ export class Coalescer {
       argv.push(String(item.batchId), String(item.args.length));
       for (const arg of item.args) argv.push(arg);
     }
-    this.#store.evalScript(batchScript, keys, argv).then(
+    run(this.#store, batchScript, keys, argv).then(
       (replies) => deliver(items, replies, sentAt),
-      (error: Error) => {
+      (error: unknown) => {
         for (const item of items) item.fail(error);
       },
     );
@@ -95,4 +119,12 @@ function deliver(items: BatchItem[], replies: unknown, sentAt: number): void {
     if (Array.isArray(reply) && reply[0] === -1) item.fail(new StoreError(String(reply[1])));
     else item.done(reply, sentAt);
   }
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -24,6 +24,12 @@ import { keyPrefix, scopeKey } from './key.js';
 import { type NodeRedisClientLike, NodeRedisStore } from './stores/node-redis.js';
 import type { ScriptStore } from './stores/store.js';
 import type { Decision, Scope, TakeOptions } from './types.js';
+import {
+  MAX_TIMER_MS,
+  optionalPositiveInteger,
+  positiveSafeInteger,
+  readProperty,
+} from './validate.js';
 
 /** Options of {@link RateLimiter}. Give exactly one of `client` and `store`. */
 export interface RateLimiterOptions {
@@ -90,6 +96,8 @@ export interface LimiterStats {
 }
 
 const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
+/** Largest `maxBatchSize`: one script call blocks Redis while it runs; keep it short. */
+export const MAX_BATCH_SIZE = 1024;
 /** Longest tenant or route accepted, in UTF-16 code units. */
 export const MAX_SCOPE_PART_LENGTH = 65_536;
 
@@ -181,7 +189,7 @@ class Engine {
     call.resolve(decision);
   }
 
-  failed(call: Call, error: Error, counted = false): void {
+  failed(call: Call, error: unknown, counted = false): void {
     if (!counted) this.stats.inFlight--;
     if (!this.deadlines.settle(call)) return;
     if (error instanceof StoreError) this.stats.storeError++;
@@ -199,8 +207,9 @@ class Engine {
   }
 }
 
-function toUnavailable(error: Error): UnavailableError {
-  return new UnavailableError(`Redis unavailable: ${error.message}`, { cause: error });
+function toUnavailable(error: unknown): UnavailableError {
+  const message = error instanceof Error ? error.message : String(error);
+  return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
 }
 
 export class RateLimiter {
@@ -212,21 +221,20 @@ export class RateLimiter {
 
   /** @throws {InvalidInputError} for a missing/ambiguous store or an out-of-range option. */
   constructor(options: RateLimiterOptions) {
-    if (typeof options !== 'object' || options === null) {
-      throw new InvalidInputError('options', 'an object { client } or { store }', options);
+    const read = (name: string) => readProperty(options, name, 'options');
+    const client = read('client');
+    const givenStore = read('store') as ScriptStore | undefined;
+    if ((client === undefined) === (givenStore === undefined)) {
+      throw new InvalidInputError('options.client', 'given alone, or options.store alone', client);
     }
-    if ((options.client === undefined) === (options.store === undefined)) {
-      throw new InvalidInputError(
-        'options.client',
-        'given alone, or options.store alone',
-        options.client,
-      );
+    if (
+      givenStore !== undefined &&
+      typeof readProperty(givenStore, 'evalScript', 'options.store') !== 'function'
+    ) {
+      throw new InvalidInputError('options.store', 'a ScriptStore', givenStore);
     }
-    if (options.store !== undefined && typeof options.store?.evalScript !== 'function') {
-      throw new InvalidInputError('options.store', 'a ScriptStore', options.store);
-    }
-    const store = options.store ?? new NodeRedisStore(options.client as NodeRedisClientLike);
-    const namespace = options.namespace ?? 'rate';
+    const store = givenStore ?? new NodeRedisStore(client as NodeRedisClientLike);
+    const namespace = read('namespace') ?? 'rate';
     if (typeof namespace !== 'string' || !NAMESPACE.test(namespace)) {
       throw new InvalidInputError(
         'options.namespace',
@@ -235,21 +243,39 @@ export class RateLimiter {
       );
     }
     this.#namespace = namespace;
-    this.#maxInFlight = option('options.maxInFlight', options.maxInFlight, 1000);
-    const deadlines = new DeadlineQueue(option('options.timeoutMs', options.timeoutMs, 150));
-    this.#coalescer = new Coalescer(
-      store,
-      option('options.maxBatchSize', options.maxBatchSize, 128),
+    this.#maxInFlight = optionalPositiveInteger('options.maxInFlight', read('maxInFlight'), 1000);
+    const timeoutMs = optionalPositiveInteger(
+      'options.timeoutMs',
+      read('timeoutMs'),
+      150,
+      MAX_TIMER_MS,
     );
-    const cache = options.denialCache;
+    const maxBatchSize = optionalPositiveInteger(
+      'options.maxBatchSize',
+      read('maxBatchSize'),
+      128,
+      MAX_BATCH_SIZE,
+    );
+    const cache = read('denialCache');
     if (cache !== undefined && cache !== false && (typeof cache !== 'object' || cache === null)) {
       throw new InvalidInputError('options.denialCache', 'false or { maxEntries }', cache);
     }
     const denials =
       cache === false
         ? undefined
-        : new DenialCache(option('options.denialCache.maxEntries', cache?.maxEntries, 10_000));
-    this.#engine = new Engine(deadlines, denials);
+        : new DenialCache(
+            optionalPositiveInteger(
+              'options.denialCache.maxEntries',
+              cache === undefined
+                ? undefined
+                : readProperty(cache, 'maxEntries', 'options.denialCache'),
+              10_000,
+            ),
+          );
+    this.#coalescer = new Coalescer(store, maxBatchSize);
+    this.#engine = new Engine(new DeadlineQueue(timeoutMs), denials);
+    // `take` may be passed around as a function (`const take = limiter.take`).
+    this.take = this.take.bind(this);
   }
 
   /**
@@ -269,6 +295,7 @@ export class RateLimiter {
     let key: string;
     let args: readonly string[];
     let compiled: Compiled;
+    let cost: number;
     try {
       if (!isPolicy(policy)) {
         throw new InvalidInputError(
@@ -277,7 +304,7 @@ export class RateLimiter {
           policy,
         );
       }
-      const cost = takeCost(options);
+      cost = takeCost(options);
       const { tenant, route } = checkScope(scope);
       compiled = this.#compile(policy);
       key = scopeKey(compiled.prefix, tenant, route);
@@ -298,7 +325,10 @@ export class RateLimiter {
           remaining: 0,
           limit: held.limit,
           resetMs: Math.max(0, Math.ceil(held.resetAt - now)),
-          retryAfterMs: Math.max(1, Math.ceil(held.retryAt - now)),
+          retryAfterMs:
+            cost > policy.maxCost
+              ? Number.POSITIVE_INFINITY
+              : Math.max(1, Math.ceil(held.retryAt - now)),
         });
       }
     }
@@ -332,31 +362,19 @@ export class RateLimiter {
   }
 }
 
-function option(field: string, value: unknown, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1) return value;
-  throw new InvalidInputError(field, 'a positive safe integer', value);
-}
-
 function takeCost(options: TakeOptions | undefined): number {
   if (options === undefined) return 1;
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidInputError('options', 'an object { cost }', options);
-  }
-  const cost = options.cost;
-  if (cost === undefined) return 1;
-  if (typeof cost === 'number' && Number.isSafeInteger(cost) && cost >= 1) return cost;
-  throw new InvalidInputError('options.cost', 'a positive safe integer', cost);
+  const cost = readProperty(options, 'cost', 'options');
+  return cost === undefined ? 1 : positiveSafeInteger('options.cost', cost);
 }
 
+/** Reads `tenant` and `route` once each and returns the values that were checked. */
 function checkScope(scope: unknown): Scope {
-  if (typeof scope !== 'object' || scope === null) {
-    throw new InvalidInputError('scope', 'an object { tenant, route }', scope);
-  }
-  const { tenant, route } = scope as Record<string, unknown>;
+  const tenant = readProperty(scope, 'tenant', 'scope');
+  const route = readProperty(scope, 'route', 'scope');
   checkPart('scope.tenant', tenant);
   checkPart('scope.route', route);
-  return scope as Scope;
+  return { tenant, route };
 }
 
 function checkPart(field: string, value: unknown): asserts value is string {

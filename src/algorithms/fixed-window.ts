@@ -13,7 +13,8 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { Decision } from '../types.js';
-import { definePolicy, type Policy, policyVersion, positiveSafeInteger } from './policy.js';
+import { positiveSafeInteger, readProperty } from '../validate.js';
+import { definePolicy, MAX_WINDOW_MS, type Policy, policyVersion } from './policy.js';
 import { loadScript } from './script.js';
 
 /** The fixed-window script (one key). */
@@ -24,7 +25,7 @@ const script = fixedWindowScript;
 export interface FixedWindowOptions {
   /** Units admitted per window: a positive safe integer. */
   readonly limit: number;
-  /** Window length in milliseconds: a positive safe integer. */
+  /** Window length in milliseconds: an integer from 1 to 315,360,000,000 (10 years). */
   readonly windowMs: number;
   /**
    * Policy version, part of the Redis key (S21): change it when the policy's meaning
@@ -50,9 +51,13 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidInputError('policy', 'an object { limit, windowMs }', options);
   }
-  const limit = positiveSafeInteger('policy.limit', options.limit);
-  const windowMs = positiveSafeInteger('policy.windowMs', options.windowMs);
-  const version = policyVersion(options.version);
+  const limit = positiveSafeInteger('policy.limit', readProperty(options, 'limit', 'policy'));
+  const windowMs = positiveSafeInteger(
+    'policy.windowMs',
+    readProperty(options, 'windowMs', 'policy'),
+    MAX_WINDOW_MS,
+  );
+  const version = policyVersion(readProperty(options, 'version', 'policy'));
   const limitArg = String(limit);
   const windowArg = String(windowMs);
   const unitArgs = Object.freeze([limitArg, windowArg, '1']);

@@ -47,6 +47,12 @@ export function isPolicy(value: unknown): value is Policy {
   return typeof value === 'object' && value !== null && policies.has(value);
 }
 
+/**
+ * Longest window accepted, in ms (10 years): keeps every TTL and time sum far inside the
+ * integers that Lua and JavaScript numbers represent exactly.
+ */
+export const MAX_WINDOW_MS = 315_360_000_000;
+
 /** Validates a policy version (see `FixedWindowOptions.version`); returns its key form. */
 export function policyVersion(value: unknown): string {
   if (value === undefined) return '1';
@@ -57,12 +63,6 @@ export function policyVersion(value: unknown): string {
     'a non-negative safe integer or 1–64 characters of [A-Za-z0-9._-]',
     value,
   );
-}
-
-/** Returns `value` when it is a positive safe integer, else throws naming `field`. */
-export function positiveSafeInteger(field: string, value: unknown): number {
-  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1) return value;
-  throw new InvalidInputError(field, 'a positive safe integer', value);
 }
 
 /**

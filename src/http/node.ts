@@ -13,10 +13,11 @@
  * ```
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Policy } from '../algorithms/policy.js';
+import { isPolicy, MAX_WINDOW_MS, type Policy } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import type { RateLimiter } from '../limiter.js';
 import type { Decision } from '../types.js';
+import { optionalPositiveInteger, positiveSafeInteger } from '../validate.js';
 import {
   type FailureMode,
   type HttpResponseSpec,
@@ -76,9 +77,15 @@ export interface NodeRateLimitOptions {
    * admits on its own while the limiter fails (a positive safe integer). Over it: `503`.
    */
   readonly failOpenLimit?: number;
-  /** Window of the local fallback in ms. Default: the policy's `windowMs`, else 1000. */
+  /**
+   * Window of the local fallback in ms: an integer from 1 to 315,360,000,000. Default: the
+   * policy's `windowMs`, else 1000.
+   */
   readonly failOpenWindowMs?: number;
-  /** Called once per request with its outcome. Must not throw. */
+  /**
+   * Called once per request with its outcome. An error it throws is reported as a process
+   * warning and never changes the response.
+   */
   readonly onOutcome?: (event: HttpOutcomeEvent) => void;
 }
 
@@ -95,18 +102,26 @@ export type NodeRateLimitGuard = ((
  * Makes a guard for one route. Answers before any handler work: `429` when limited, `503`
  * when the limiter failed on a fail-closed route, `401` without an identity.
  *
- * @throws {InvalidInputError} for a missing limiter, policy, route or identify, or
- *   `"fail-open"` without a valid `failOpenLimit`.
+ * @throws {InvalidInputError} for a missing limiter, policy, route or identify, a numeric
+ *   `cost` that is not a positive safe integer, or `"fail-open"` without a valid
+ *   `failOpenLimit` / with an invalid `failOpenWindowMs`.
  */
 export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard {
   const { limiter, policy, route, identify, onOutcome } = options;
-  if (typeof limiter?.take !== 'function')
+  if (typeof limiter?.take !== 'function') {
     throw new InvalidInputError('limiter', 'a RateLimiter', limiter);
+  }
   if (typeof route !== 'string' || route.length === 0) {
     throw new InvalidInputError('route', 'a non-empty route template such as "POST/orders"', route);
   }
-  if (typeof identify !== 'function')
+  if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
+  }
+  if (!isPolicy(policy)) {
+    throw new InvalidInputError('policy', 'a policy from a builder such as fixedWindow()', policy);
+  }
+  const costOf = options.cost ?? 1;
+  if (typeof costOf !== 'function') positiveSafeInteger('cost', costOf);
   const failureMode = options.failureMode ?? 'fail-closed';
   if (failureMode !== 'fail-closed' && failureMode !== 'fail-open') {
     throw new InvalidInputError('failureMode', '"fail-closed" or "fail-open"', failureMode);
@@ -121,8 +136,12 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
         limit,
       );
     }
-    const windowMs =
-      options.failOpenWindowMs ?? (policy as { windowMs?: number } | undefined)?.windowMs ?? 1000;
+    const windowMs = optionalPositiveInteger(
+      'failOpenWindowMs',
+      options.failOpenWindowMs,
+      (policy as { windowMs?: number }).windowMs ?? 1000,
+      MAX_WINDOW_MS,
+    );
     fallback = new LocalWindow(limit, windowMs);
   }
   const counts: Record<HttpOutcome, number> = {
@@ -135,9 +154,16 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
   };
   const record = (event: HttpOutcomeEvent) => {
     counts[event.outcome]++;
-    onOutcome?.(event);
+    if (onOutcome === undefined) return;
+    try {
+      onOutcome(event);
+    } catch (error) {
+      // A broken observer must not change the answer (the quota is already spent).
+      process.emitWarning(`sluice onOutcome threw: ${String(error)}`, {
+        code: 'SLUICE_OBSERVER_ERROR',
+      });
+    }
   };
-  const costOf = options.cost ?? 1;
 
   const guard = async (req: IncomingMessage, res: ServerResponse): Promise<boolean> => {
     const tenant = await identify(req);
@@ -186,7 +212,16 @@ export function withRateLimit(
     guard(req, res)
       .then((admitted) => (admitted ? handler(req, res) : undefined))
       .catch((error: unknown) => {
-        options.onError?.(error);
+        try {
+          options.onError?.(error);
+        } catch {
+          // The 500 below is the answer either way.
+        }
+        if (res.headersSent) {
+          // Too late for a status: end the exchange rather than leave the client hanging.
+          if (!res.writableEnded) res.destroy();
+          return;
+        }
         send(res, {
           status: 500,
           headers: { 'content-type': 'application/json; charset=utf-8' },

@@ -50,16 +50,31 @@ export class NodeRedisStore implements ScriptStore {
     args: readonly string[],
   ): Promise<unknown> {
     const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
-    return this.#client.sendCommand(command).catch((error: unknown) => {
+    return this.#send(command).catch((error: unknown) => {
       if (!isNoScript(error)) throw toSluiceError(error);
       // The server lost its script cache (restart, failover, SCRIPT FLUSH): EVAL sends the
       // source and caches it again. Still inside the caller's deadline.
       command[0] = 'EVAL';
       command[1] = script.source;
-      return this.#client.sendCommand(command).catch((retryError: unknown) => {
+      return this.#send(command).catch((retryError: unknown) => {
         throw toSluiceError(retryError);
       });
     });
+  }
+
+  /** `sendCommand`, with a synchronous throw or a non-promise result turned into a rejection. */
+  #send(command: string[]): Promise<unknown> {
+    try {
+      const reply: unknown = this.#client.sendCommand(command);
+      if (isThenable(reply)) return Promise.resolve(reply);
+      return Promise.reject(
+        new UnavailableError(
+          'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
+        ),
+      );
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 }
 
@@ -141,4 +156,12 @@ function throttledWarning(): (error: Error) => void {
     last = now;
     suppressed = 0;
   };
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }

@@ -144,6 +144,18 @@ describe('local denial cache', () => {
     assert.equal((await limiter.take(scope, policy)).allowed, true);
   });
 
+  it('case C06 with the cache: a cost above the limit on a full window still says "never fits"', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 2, windowMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    await limiter.take(scope, policy, { cost: 2 });
+    const cached = await limiter.take(scope, policy, { cost: 3 });
+    assert.deepEqual([cached.allowed, cached.remaining, cached.retryAfterMs], [false, 0, Infinity]);
+    assert.equal(limiter.stats().cachedDenials, 1);
+    const one = await limiter.take(scope, policy);
+    assert.ok(one.retryAfterMs > 59_000 && one.retryAfterMs <= 60_001);
+  });
+
   it('a denial that does not cover every cost is not cached (remaining > 0)', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });

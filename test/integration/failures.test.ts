@@ -200,6 +200,13 @@ describe('failures are typed, bounded and never "allowed"', () => {
     assert.ok(warnings.length >= 1, 'the connection error was reported, not swallowed');
   });
 
+  it('a callback-style client (node-redis .legacy()) → UnavailableError, not a crash', async () => {
+    const client = await redis.client();
+    const limiter = new RateLimiter({ client: client.legacy() as never });
+    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), UnavailableError);
+    assert.equal(limiter.stats().inFlight, 0);
+  });
+
   it('every failure is a SluiceError with a stable code', async () => {
     const client = await redis.client();
     const limiter = new RateLimiter({ client });

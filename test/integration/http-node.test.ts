@@ -234,6 +234,76 @@ describe('node:http adapter', () => {
     assert.equal(limiter.stats().allowed + limiter.stats().limited, 0);
   });
 
+  it('an onOutcome that throws never changes the answer', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const a = await app(limiter, fixedWindow({ limit: 1, windowMs: 60_000 }), {
+      onOutcome: () => {
+        throw new Error('observer bug');
+      },
+    });
+    const tenant = randomTenant();
+    assert.equal((await a.post(tenant)).status, 200);
+    assert.equal((await a.post(tenant)).status, 429);
+  });
+
+  it('a throwing onError still gets a 500; a handler failing after writeHead ends the exchange', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const broken = withRateLimit(
+        {
+          limiter,
+          policy: fixedWindow({ limit: 100, windowMs: 60_000 }),
+          route: 'POST/orders',
+          identify: () => {
+            throw new Error('identify bug');
+          },
+          onError: () => {
+            throw new Error('onError bug');
+          },
+        },
+        () => {},
+      );
+      const half = withRateLimit(
+        {
+          limiter,
+          policy: fixedWindow({ limit: 100, windowMs: 60_000 }),
+          route: 'POST/orders',
+          identify: () => 'acme',
+        },
+        (_req, res) => {
+          res.writeHead(200);
+          throw new Error('handler bug after writeHead');
+        },
+      );
+      const server = createServer((req, res) =>
+        req.url === '/half' ? half(req, res) : broken(req, res),
+      );
+      servers.push(server);
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const address = server.address();
+      const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+      const res = await fetch(`${base}/orders`, { method: 'POST' });
+      assert.equal(res.status, 500);
+      await res.arrayBuffer();
+      const outcome = await fetch(`${base}/half`, { method: 'POST' }).then(
+        (r) =>
+          r.arrayBuffer().then(
+            () => 'ended',
+            () => 'reset',
+          ),
+        () => 'reset',
+      );
+      assert.ok(outcome === 'ended' || outcome === 'reset', 'the response did not hang');
+      await sleep(20);
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('case C01 (HTTP): after SCRIPT FLUSH a fail-closed route keeps answering 200', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 100, windowMs: 60_000 }));

@@ -1,0 +1,49 @@
+/**
+ * Input checks shared by the public entry points. Each failure is an `InvalidInputError`
+ * naming the field; reading a field that throws (a getter, a Proxy trap) is reported the
+ * same way, never as a raw error.
+ */
+import { InvalidInputError } from './errors.js';
+
+/**
+ * Reads `object[property]` once. `object` must be a non-null object; `field` names it in
+ * errors (e.g. `"scope"`), and `field.property` names the property.
+ */
+export function readProperty(object: unknown, property: string, field: string): unknown {
+  if (typeof object !== 'object' || object === null) {
+    throw new InvalidInputError(field, `an object with "${property}"`, object);
+  }
+  try {
+    return (object as Record<string, unknown>)[property];
+  } catch (error) {
+    const invalid = new InvalidInputError(`${field}.${property}`, 'a readable property', undefined);
+    (invalid as { cause?: unknown }).cause = error;
+    throw invalid;
+  }
+}
+
+/** `value` when it is a safe integer in `[1, max]`, else an error naming `field`. */
+export function positiveSafeInteger(
+  field: string,
+  value: unknown,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 1 && value <= max)
+    return value;
+  const expected =
+    max === Number.MAX_SAFE_INTEGER ? 'a positive safe integer' : `an integer from 1 to ${max}`;
+  throw new InvalidInputError(field, expected, value);
+}
+
+/** Like {@link positiveSafeInteger}, with `fallback` for `undefined`. */
+export function optionalPositiveInteger(
+  field: string,
+  value: unknown,
+  fallback: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  return value === undefined ? fallback : positiveSafeInteger(field, value, max);
+}
+
+/** Longest `setTimeout` delay Node.js honours (2^31 − 1 ms). */
+export const MAX_TIMER_MS = 2_147_483_647;
