@@ -23,8 +23,11 @@ export interface BatchItem {
   readonly batchId: number;
   readonly key: string;
   readonly args: readonly string[];
-  /** The raw algorithm reply; `sentAt` is `performance.now()` when the call was sent. */
-  done(reply: unknown, sentAt: number): void;
+  /**
+   * The item's four reply slots start at `reply[offset]` (the algorithm's own reply, or the
+   * batch's flat reply); `sentAt` is `performance.now()` when the call was sent.
+   */
+  done(reply: readonly unknown[], offset: number, sentAt: number): void;
   fail(error: unknown): void;
 }
 
@@ -85,7 +88,10 @@ export class Coalescer {
     if (items.length === 1) {
       const item = items[0] as BatchItem;
       run(this.#store, item.script, [item.key], item.args).then(
-        (reply) => item.done(reply, sentAt),
+        (reply) => {
+          if (Array.isArray(reply) && reply.length === 4) item.done(reply, 0, sentAt);
+          else item.fail(new StoreError(`ERR unexpected reply from ${item.script.name}`));
+        },
         (error: unknown) => item.fail(error),
       );
       return;
@@ -107,17 +113,22 @@ export class Coalescer {
   }
 }
 
+/** Hands each item its four slots of the batch's flat reply (see `batch.lua`). */
 function deliver(items: BatchItem[], replies: unknown, sentAt: number): void {
-  if (!Array.isArray(replies) || replies.length !== items.length) {
+  const slots = items.length * 4;
+  if (!Array.isArray(replies) || replies.length < slots) {
     const error = new StoreError(`ERR batch reply of unexpected shape for ${items.length} items`);
     for (const item of items) item.fail(error);
     return;
   }
   for (let i = 0; i < items.length; i++) {
     const item = items[i] as BatchItem;
-    const reply: unknown = replies[i];
-    if (Array.isArray(reply) && reply[0] === -1) item.fail(new StoreError(String(reply[1])));
-    else item.done(reply, sentAt);
+    const offset = i * 4;
+    if (replies[offset] === -1) {
+      item.fail(new StoreError(String(replies[slots + (replies[offset + 1] as number) - 1])));
+    } else {
+      item.done(replies, offset, sentAt);
+    }
   }
 }
 

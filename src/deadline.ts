@@ -70,6 +70,25 @@ export class DeadlineQueue {
     if (entry.settled) return false;
     entry.settled = true;
     if (--this.#unsettled === 0) this.#timer?.unref();
+    // Calls mostly settle in the order they started: drop settled entries from the head
+    // now rather than at the next sweep, so that a settled call is garbage at once instead
+    // of surviving (and being promoted by) the young-generation collections of a deadline.
+    const queue = this.#queue;
+    let head = this.#head;
+    if (queue[head] === entry) {
+      do {
+        queue[head] = undefined as unknown as DeadlineEntry;
+        head++;
+      } while (head < queue.length && (queue[head] as DeadlineEntry).settled);
+      if (head === queue.length) {
+        queue.length = 0;
+        head = 0;
+      } else if (head >= COMPACT_AT && head * 2 >= queue.length) {
+        this.#queue = queue.slice(head);
+        head = 0;
+      }
+      this.#head = head;
+    }
     return true;
   }
 
@@ -105,28 +124,17 @@ export class DeadlineQueue {
   #expire(): void {
     this.#timer = undefined;
     const now = performance.now();
-    const queue = this.#queue;
-    let head = this.#head;
-    while (head < queue.length) {
-      const entry = queue[head] as DeadlineEntry;
-      if (!entry.settled) {
-        // Timers may fire up to ~1 ms early against the monotonic clock.
-        if (entry.deadline > now + 1) break;
-        this.settle(entry);
-        entry.expire();
+    // Expire from the head; `settle` drops each settled head entry (and any settled ones
+    // behind it), so the head is always the oldest unsettled call.
+    while (this.#head < this.#queue.length) {
+      const entry = this.#queue[this.#head] as DeadlineEntry;
+      // Timers may fire up to ~1 ms early against the monotonic clock.
+      if (entry.deadline > now + 1) {
+        this.#arm(entry.deadline - now);
+        return;
       }
-      head++;
+      this.settle(entry);
+      entry.expire();
     }
-    if (head === queue.length) {
-      this.#queue = [];
-      this.#head = 0;
-      return;
-    }
-    if (head >= COMPACT_AT && head * 2 >= queue.length) {
-      this.#queue = queue.slice(head);
-      head = 0;
-    }
-    this.#head = head;
-    this.#arm((this.#queue[head] as DeadlineEntry).deadline - now);
   }
 }

@@ -16,13 +16,17 @@
  *   fresh counter when a policy changes meaning, so replicas on different versions never
  *   corrupt each other's counters.
  */
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
+
+/** One-shot `crypto.hash` (Node ≥ 20.12) costs about a third of a Hash object per call. */
+const sha256hex: (text: string) => string =
+  typeof hash === 'function'
+    ? (text) => hash('sha256', text, 'hex')
+    : (text) => createHash('sha256').update(text).digest('hex');
 
 /** SHA-256 (hex) of the structure-safe encoding of `[tenant, route]`. */
 export function scopeHash(tenant: string, route: string): string {
-  return createHash('sha256')
-    .update(JSON.stringify([tenant, route]))
-    .digest('hex');
+  return sha256hex(JSON.stringify([tenant, route]));
 }
 
 /**

@@ -128,8 +128,8 @@ class Call implements DeadlineEntry, BatchItem {
     this.script = policy.script;
   }
 
-  done(reply: unknown, sentAt: number): void {
-    this.engine.answered(this, reply, sentAt);
+  done(reply: readonly unknown[], offset: number, sentAt: number): void {
+    this.engine.answered(this, reply, offset, sentAt);
   }
 
   fail(error: Error): void {
@@ -160,9 +160,9 @@ class Engine {
     readonly denials: DenialCache | undefined,
   ) {}
 
-  answered(call: Call, reply: unknown, sentAt: number): void {
+  answered(call: Call, reply: readonly unknown[], offset: number, sentAt: number): void {
     this.stats.inFlight--;
-    const decision = decodeDecision(reply, call.policy.limit);
+    const decision = decodeDecision(reply, offset, call.policy.limit);
     if (decision === undefined) {
       this.failed(call, new StoreError(`ERR unexpected reply from ${call.script.name}`), true);
       return;
@@ -305,9 +305,8 @@ export class RateLimiter {
         );
       }
       cost = takeCost(options);
-      const { tenant, route } = checkScope(scope);
       compiled = this.#compile(policy);
-      key = scopeKey(compiled.prefix, tenant, route);
+      key = checkedScopeKey(compiled.prefix, scope);
       args = policy.args(cost);
     } catch (error) {
       engine.stats.invalid++;
@@ -368,13 +367,13 @@ function takeCost(options: TakeOptions | undefined): number {
   return cost === undefined ? 1 : positiveSafeInteger('options.cost', cost);
 }
 
-/** Reads `tenant` and `route` once each and returns the values that were checked. */
-function checkScope(scope: unknown): Scope {
+/** Reads `tenant` and `route` once each, checks them, and returns the key built from those values. */
+function checkedScopeKey(prefix: string, scope: unknown): string {
   const tenant = readProperty(scope, 'tenant', 'scope');
   const route = readProperty(scope, 'route', 'scope');
   checkPart('scope.tenant', tenant);
   checkPart('scope.route', route);
-  return { tenant, route };
+  return scopeKey(prefix, tenant, route);
 }
 
 function checkPart(field: string, value: unknown): asserts value is string {

@@ -1,8 +1,10 @@
 /**
  * The batch script: the template in `batch.lua` with every algorithm's body inserted as a
- * function of `(KEYS, ARGV)`. An algorithm file reads `KEYS[1]` and `ARGV[i]`; inside such a
- * function those names are the function's parameters, so the body runs unchanged — one
- * source of truth per algorithm, whether decided alone or in a batch.
+ * function of `(i, base)` — item `i`'s key is `KEYS[i]` and its arguments start after
+ * `ARGV[base]`. An algorithm file reads only `KEYS[1]` and `ARGV[<literal n>]`; building the
+ * batch rewrites those to `KEYS[i]` and `ARGV[base + n]`, so each body runs unchanged (one
+ * source of truth per algorithm, decided alone or in a batch) without copying arguments
+ * into a table per item.
  */
 import { readFileSync } from 'node:fs';
 import { fixedWindowScript } from './fixed-window.js';
@@ -17,11 +19,26 @@ export function batchId(script: LuaScript): number | undefined {
   return index < 0 ? undefined : index + 1;
 }
 
+/** An algorithm body rewritten to read item `i`'s key and the arguments after `ARGV[base]`. */
+export function batchBody(script: LuaScript): string {
+  const body = script.source
+    .replace(/\bKEYS\[1\]/g, 'KEYS[i]')
+    .replace(/\bARGV\[(\d+)\]/g, (_, n: string) => `ARGV[base + ${n}]`);
+  const code = body.replace(/--.*$/gm, '');
+  const stray = /\b(KEYS|ARGV)\b(?!\[(i|base \+ \d+)\])/.exec(code);
+  if (stray !== null) {
+    throw new Error(
+      `${script.name}.lua: a batchable script may use only KEYS[1] and ARGV[<n>] (found "${stray[0]}")`,
+    );
+  }
+  return body;
+}
+
 function build(): LuaScript {
   const template = readFileSync(new URL('./batch.lua', import.meta.url), 'utf8');
   const functions = BATCH_ALGORITHMS.map(
     (script, i) =>
-      `-- ${script.name}\nALGORITHMS[${i + 1}] = function(KEYS, ARGV)\n${script.source}\nend`,
+      `-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base)\n${batchBody(script)}\nend`,
   ).join('\n\n');
   return scriptFromSource('batch', template.replace('--[[ALGORITHMS]]--', functions), 0);
 }

