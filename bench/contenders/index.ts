@@ -1,0 +1,28 @@
+/**
+ * The registry of contenders, by name, loaded lazily so that a child process imports only
+ * the library it measures. All of them run unless `--contenders` says otherwise: the two
+ * sluice variants (`sluice-uncached`, `sluice-nodeadline`) are what the targets compare
+ * against for the denial cache and the deadline's cost.
+ */
+import type { Contender } from '../types.js';
+
+const loaders: Record<string, () => Promise<Contender>> = {
+  sluice: async () => (await import('./sluice.js')).contender,
+  seed: async () => (await import('./seed.js')).contender,
+  'rate-limiter-flexible': async () => (await import('./rate-limiter-flexible.js')).contender,
+  'rate-limit-redis': async () => (await import('./rate-limit-redis.js')).contender,
+  floor: async () => (await import('./floor.js')).contender,
+  'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,
+  'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
+};
+
+export const contenderNames = Object.keys(loaders);
+export const defaultContenderNames = contenderNames;
+
+export function loadContender(name: string): Promise<Contender> {
+  const load = loaders[name];
+  if (load === undefined) {
+    throw new Error(`unknown contender "${name}" (known: ${contenderNames.join(', ')})`);
+  }
+  return load();
+}

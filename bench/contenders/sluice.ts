@@ -1,0 +1,71 @@
+/**
+ * sluice as it stands in this repository's source: `RateLimiter` with default options on
+ * `createRedisClient`, and a `fixedWindow` policy. `sluice-uncached` (opt-in, not in the
+ * default set) turns the local denial cache off, so that every take reaches Redis.
+ */
+import {
+  createRedisClient,
+  fixedWindow,
+  RateLimiter,
+  type RateLimiterOptions,
+} from '../../src/index.js';
+import type { Contender } from '../types.js';
+
+const ROUTE = 'GET/bench';
+
+function sluiceContender(
+  name: string,
+  description: string,
+  options: Omit<RateLimiterOptions, 'client' | 'store'>,
+): Contender {
+  return {
+    name,
+    description,
+    async setup(url, { limit, windowMs }) {
+      const client = await createRedisClient({ url });
+      const limiter = new RateLimiter({ client, ...options });
+      const policy = fixedWindow({ limit, windowMs });
+      return {
+        take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+        close: () => client.close(),
+      };
+    },
+  };
+}
+
+export const contender = sluiceContender(
+  'sluice',
+  'RateLimiter with default options + fixedWindow, from ../src (node-redis v6)',
+  {},
+);
+
+export const uncachedContender = sluiceContender(
+  'sluice-uncached',
+  'as sluice, with `denialCache: false` (every take reaches Redis)',
+  { denialCache: false },
+);
+
+/**
+ * As sluice, with the per-call deadline switched off — a measuring variant only, to show
+ * what the shared-timer deadline costs ("deadline on vs off"). The library has no such
+ * switch: this run patches the deadline queue inside its own child process.
+ */
+export const noDeadlineContender: Contender = {
+  ...sluiceContender(
+    'sluice-nodeadline',
+    'as sluice, deadline tracking patched out (bench only)',
+    {},
+  ),
+  async setup(url, policy) {
+    const { DeadlineQueue } = await import('../../src/deadline.js');
+    DeadlineQueue.prototype.track = (entry) => {
+      entry.settled = false;
+    };
+    DeadlineQueue.prototype.settle = (entry) => {
+      if (entry.settled) return false;
+      entry.settled = true;
+      return true;
+    };
+    return contender.setup(url, policy);
+  },
+};
