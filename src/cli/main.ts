@@ -63,10 +63,15 @@ function bench(args: string[]): number {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const entry = `${root}bench/run.ts`;
   if (!existsSync(entry)) {
-    console.error('sluice bench: the benchmark harness ships with the source repository, not the package.');
+    console.error(
+      'sluice bench: the benchmark harness ships with the source repository, not the package.',
+    );
     return 2;
   }
-  const run = spawnSync(process.execPath, ['--import', 'tsx', entry, ...args], { cwd: root, stdio: 'inherit' });
+  const run = spawnSync(process.execPath, ['--import', 'tsx', entry, ...args], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   return run.status ?? 1;
 }
 
