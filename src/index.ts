@@ -16,7 +16,23 @@ export {
   type FixedWindowPolicy,
   fixedWindow,
 } from './algorithms/fixed-window.js';
+export { type GcraOptions, type GcraPolicy, gcra } from './algorithms/gcra.js';
 export type { Policy } from './algorithms/policy.js';
+export {
+  type SlidingWindowCounterPolicy,
+  slidingWindowCounter,
+} from './algorithms/sliding-window-counter.js';
+export {
+  MAX_LOG_LIMIT,
+  type SlidingWindowLogPolicy,
+  type SlidingWindowOptions,
+  slidingWindowLog,
+} from './algorithms/sliding-window-log.js';
+export {
+  type TokenBucketOptions,
+  type TokenBucketPolicy,
+  tokenBucket,
+} from './algorithms/token-bucket.js';
 export {
   InvalidInputError,
   isSluiceError,
@@ -35,6 +51,7 @@ export {
   RateLimiter,
   type RateLimiterOptions,
 } from './limiter.js';
+export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export {
   type CreateRedisClientOptions,
   createRedisClient,

@@ -121,6 +121,9 @@ class Call implements DeadlineEntry, BatchItem {
     readonly policy: Policy,
     readonly batchId: number,
     readonly key: string,
+    /** The denial cache's key for this scope (no hashing needed to compute it). */
+    readonly localKey: string,
+    readonly cost: number,
     readonly args: readonly string[],
     readonly resolve: (decision: Decision) => void,
     readonly reject: (error: Error) => void,
@@ -168,11 +171,11 @@ class Engine {
       return;
     }
     if (this.denials !== undefined) {
-      const holdMs = call.policy.denialHoldMs(decision);
+      const holdMs = call.policy.denialHoldMs(decision, call.cost);
       if (holdMs > 0) {
         const now = performance.now();
         this.denials.set(
-          call.key,
+          call.localKey,
           {
             until: sentAt + holdMs,
             resetAt: now + decision.resetMs,
@@ -292,10 +295,11 @@ export class RateLimiter {
    */
   take(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
     const engine = this.#engine;
-    let key: string;
     let args: readonly string[];
     let compiled: Compiled;
     let cost: number;
+    let tenant: string;
+    let route: string;
     try {
       if (!isPolicy(policy)) {
         throw new InvalidInputError(
@@ -306,7 +310,8 @@ export class RateLimiter {
       }
       cost = takeCost(options);
       compiled = this.#compile(policy);
-      key = checkedScopeKey(compiled.prefix, scope);
+      tenant = scopePart(scope, 'tenant');
+      route = scopePart(scope, 'route');
       args = policy.args(cost);
     } catch (error) {
       engine.stats.invalid++;
@@ -314,8 +319,10 @@ export class RateLimiter {
     }
     const now = performance.now();
     const denials = engine.denials;
+    // The cache is keyed by the scope's text, so a cached denial costs no hashing.
+    const localKey = `${compiled.prefix}${tenant.length}:${tenant}${route}`;
     if (denials !== undefined && denials.size > 0) {
-      const held = denials.get(key, now);
+      const held = denials.get(localKey, now);
       if (held !== undefined && held.limit === policy.limit) {
         engine.stats.limited++;
         engine.stats.cachedDenials++;
@@ -336,8 +343,19 @@ export class RateLimiter {
       return Promise.reject(new OverloadError(this.#maxInFlight));
     }
     engine.stats.inFlight++;
+    const key = scopeKey(compiled.prefix, tenant, route);
     return new Promise<Decision>((resolve, reject) => {
-      const call = new Call(engine, policy, compiled.batchId, key, args, resolve, reject);
+      const call = new Call(
+        engine,
+        policy,
+        compiled.batchId,
+        key,
+        localKey,
+        cost,
+        args,
+        resolve,
+        reject,
+      );
       engine.deadlines.track(call, now);
       this.#coalescer.add(call);
     });
@@ -367,13 +385,11 @@ function takeCost(options: TakeOptions | undefined): number {
   return cost === undefined ? 1 : positiveSafeInteger('options.cost', cost);
 }
 
-/** Reads `tenant` and `route` once each, checks them, and returns the key built from those values. */
-function checkedScopeKey(prefix: string, scope: unknown): string {
-  const tenant = readProperty(scope, 'tenant', 'scope');
-  const route = readProperty(scope, 'route', 'scope');
-  checkPart('scope.tenant', tenant);
-  checkPart('scope.route', route);
-  return scopeKey(prefix, tenant, route);
+/** Reads `scope[part]` once and checks it; the value returned is the value checked. */
+function scopePart(scope: unknown, part: 'tenant' | 'route'): string {
+  const value = readProperty(scope, part, 'scope');
+  checkPart(`scope.${part}`, value);
+  return value;
 }
 
 function checkPart(field: string, value: unknown): asserts value is string {

@@ -7,11 +7,13 @@
  * into a table per item.
  */
 import { readFileSync } from 'node:fs';
-import { fixedWindowScript } from './fixed-window.js';
+import { ALGORITHMS } from './registry.js';
 import { type LuaScript, scriptFromSource } from './script.js';
 
-/** Algorithms a batch can run, by id (the id is what a batch item sends). */
-export const BATCH_ALGORITHMS: readonly LuaScript[] = [fixedWindowScript];
+/** Algorithms a batch can run, by id − 1 (the id is what a batch item sends). */
+export const BATCH_ALGORITHMS: readonly LuaScript[] = ALGORITHMS.map(
+  (algorithm) => algorithm.script,
+);
 
 /** The id of `script` in a batch, or `undefined` if batches cannot run it. */
 export function batchId(script: LuaScript): number | undefined {

@@ -12,10 +12,10 @@
  * when admitted.
  */
 import { InvalidInputError } from '../errors.js';
-import type { Decision } from '../types.js';
 import { positiveSafeInteger, readProperty } from '../validate.js';
-import { definePolicy, MAX_WINDOW_MS, type Policy, policyVersion } from './policy.js';
+import { buildPolicy, MAX_WINDOW_MS, type Policy, policyVersion } from './policy.js';
 import { loadScript } from './script.js';
+import { numbers, type Twin } from './twin.js';
 
 /** The fixed-window script (one key). */
 export const fixedWindowScript = loadScript('fixed-window', import.meta.url, 1);
@@ -58,19 +58,43 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
     MAX_WINDOW_MS,
   );
   const version = policyVersion(readProperty(options, 'version', 'policy'));
-  const limitArg = String(limit);
-  const windowArg = String(windowMs);
-  const unitArgs = Object.freeze([limitArg, windowArg, '1']);
-  return definePolicy({
-    algorithm: 'fixed-window' as const,
-    keyTag: 'fw',
-    limit,
-    windowMs,
-    version,
-    script,
-    maxCost: limit,
-    args: (cost: number) => (cost === 1 ? unitArgs : [limitArg, windowArg, String(cost)]),
-    // A full window stays full until it ends: nothing un-spends quota inside a window.
-    denialHoldMs: (decision: Decision) => (decision.remaining === 0 ? decision.resetMs : 0),
-  });
+  return buildPolicy(
+    {
+      algorithm: 'fixed-window',
+      keyTag: 'fw',
+      limit,
+      version,
+      maxCost: limit,
+      script,
+      params: [limit, windowMs],
+      fullUntilReset: true,
+    },
+    { algorithm: 'fixed-window' as const, windowMs },
+  );
 }
+
+/** The in-memory twin of `fixed-window.lua` (see `twin.ts`). */
+export const fixedWindowTwin: Twin = (state, key, args) => {
+  const [limit, window, cost] = numbers(args, 3);
+  const used = state.get<number>(key, 'string');
+  if (used === undefined) {
+    if (cost > limit) return [0, limit, 0, -1];
+    state.set(key, 'string', cost, window);
+    return [1, limit - cost, window, 0];
+  }
+  if (used + cost > limit) {
+    let ttl = state.pttl(key);
+    if (ttl < 0) {
+      state.pexpire(key, window);
+      ttl = window;
+    }
+    return [0, Math.max(limit - used, 0), ttl, cost > limit ? -1 : ttl + 1];
+  }
+  state.update(key, used + cost);
+  let ttl = state.pttl(key);
+  if (ttl < 0) {
+    state.pexpire(key, window);
+    ttl = window;
+  }
+  return [1, limit - used - cost, ttl, 0];
+};

@@ -26,9 +26,56 @@ export interface Policy {
   readonly args: (cost: number) => readonly string[];
   /**
    * @internal For the local denial cache: how many ms after the request was sent *every*
-   * take on this key is certain to be denied, given `decision`; 0 when nothing is certain.
+   * take on this key is certain to be denied, given `decision` for a take of `cost`; 0
+   * when nothing is certain.
    */
-  readonly denialHoldMs: (decision: Decision) => number;
+  readonly denialHoldMs: (decision: Decision, cost: number) => number;
+}
+
+/** What a builder gives {@link buildPolicy}. */
+export interface PolicySpec {
+  readonly algorithm: string;
+  readonly keyTag: string;
+  readonly limit: number;
+  readonly version: string;
+  readonly maxCost: number;
+  readonly script: LuaScript;
+  /** The script's ARGV before the cost, in order. */
+  readonly params: readonly number[];
+  /**
+   * True when `remaining: 0` means every take is denied until `resetMs` (the fixed
+   * window: nothing un-spends quota inside a window).
+   */
+  readonly fullUntilReset?: boolean;
+}
+
+/**
+ * Makes a frozen, genuine policy: the ARGV of a take is `params` then the cost (the unit
+ * cost's ARGV built once), and the denial-cache rule shared by every algorithm whose
+ * admission is monotone in cost: a take of 1 denied with a finite `retryAfterMs` means
+ * every take is denied for `retryAfterMs − 1` ms, since the same take succeeds only then.
+ */
+export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Policy & E {
+  const params = spec.params.map((value) => String(value));
+  const unitArgs = Object.freeze([...params, '1']);
+  const fullUntilReset = spec.fullUntilReset === true;
+  return definePolicy({
+    algorithm: spec.algorithm,
+    keyTag: spec.keyTag,
+    limit: spec.limit,
+    version: spec.version,
+    maxCost: spec.maxCost,
+    script: spec.script,
+    ...extra,
+    args: (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)]),
+    denialHoldMs: (decision: Decision, cost: number) => {
+      if (fullUntilReset && decision.remaining === 0) return decision.resetMs;
+      if (!decision.allowed && cost === 1 && Number.isFinite(decision.retryAfterMs)) {
+        return decision.retryAfterMs - 1;
+      }
+      return 0;
+    },
+  });
 }
 
 const VERSION = /^[A-Za-z0-9._-]{1,64}$/;
@@ -52,6 +99,20 @@ export function isPolicy(value: unknown): value is Policy {
  * integers that Lua and JavaScript numbers represent exactly.
  */
 export const MAX_WINDOW_MS = 315_360_000_000;
+
+/** Throws unless `options` is an object (the builders' first check). */
+export function requireObject(options: unknown, shape: string): void {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('policy', `an object ${shape}`, options);
+  }
+}
+
+/** Throws unless `a × b` stays a safe integer (exact arithmetic in the scripts). */
+export function requireProduct(field: string, a: number, b: number, what: string): void {
+  if (!Number.isSafeInteger(a * b)) {
+    throw new InvalidInputError(field, `small enough that ${what} ≤ 2^53 − 1`, a);
+  }
+}
 
 /** Validates a policy version (see `FixedWindowOptions.version`); returns its key form. */
 export function policyVersion(value: unknown): string {

@@ -7,6 +7,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { gcra } from '../../src/algorithms/gcra.js';
+import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
+import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { StoreError } from '../../src/errors.js';
 import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
@@ -62,10 +66,14 @@ describe('coalescing', () => {
       fixedWindow({ limit: 3, windowMs: 60_000 }),
       fixedWindow({ limit: 5, windowMs: 60_000, version: 2 }),
       fixedWindow({ limit: 1, windowMs: 30_000, version: 'x' }),
+      tokenBucket({ capacity: 4, refillTokens: 1, refillIntervalMs: 60_000 }),
+      slidingWindowLog({ limit: 4, windowMs: 60_000 }),
+      slidingWindowCounter({ limit: 4, windowMs: 600_000 }),
+      gcra({ limit: 4, periodMs: 60_000 }),
     ];
-    const plan = Array.from({ length: 60 }, (_, i) => ({
+    const plan = Array.from({ length: 140 }, (_, i) => ({
       tenant: `mix-${i % 4}`,
-      policy: policies[i % 3] as (typeof policies)[number],
+      policy: policies[i % policies.length] as (typeof policies)[number],
       cost: 1 + (i % 2),
     }));
     const saltA = randomTenant();

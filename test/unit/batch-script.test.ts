@@ -24,8 +24,14 @@ describe('batch script assembly', () => {
 
   it('every algorithm has an id, and the batch SHA-1 is computed from the assembled text', () => {
     assert.equal(batchId(fixedWindowScript), 1);
-    assert.equal(BATCH_ALGORITHMS.length, 1);
+    assert.equal(BATCH_ALGORITHMS.length, 5);
+    BATCH_ALGORITHMS.forEach((script, i) => {
+      assert.equal(batchId(script), i + 1);
+      assert.ok(
+        batchScript.source.includes(`ALGORITHMS[${i + 1}] = function(i, base)`),
+        script.name,
+      );
+    });
     assert.match(batchScript.sha1, /^[0-9a-f]{40}$/);
-    assert.ok(batchScript.source.includes('ALGORITHMS[1] = function(i, base)'));
   });
 });

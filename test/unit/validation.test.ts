@@ -6,6 +6,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { gcra } from '../../src/algorithms/gcra.js';
+import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
+import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { RateLimiter } from '../../src/limiter.js';
 import type { ScriptStore } from '../../src/stores/store.js';
@@ -152,5 +156,45 @@ describe('invalid input is rejected before Redis (S11)', () => {
         'policy.limit must be a positive safe integer; received number 0',
       );
     }
+  });
+});
+
+describe('every policy builder rejects bad fields by name (S11)', () => {
+  const builders: [string, (value: unknown) => unknown][] = [
+    ['policy.capacity', (v) => tokenBucket({ capacity: v as number, refillIntervalMs: 1000 })],
+    [
+      'policy.refillTokens',
+      (v) => tokenBucket({ capacity: 1, refillTokens: v as number, refillIntervalMs: 1000 }),
+    ],
+    ['policy.refillIntervalMs', (v) => tokenBucket({ capacity: 1, refillIntervalMs: v as number })],
+    ['policy.limit', (v) => slidingWindowLog({ limit: v as number, windowMs: 1000 })],
+    ['policy.windowMs', (v) => slidingWindowLog({ limit: 1, windowMs: v as number })],
+    ['policy.limit', (v) => slidingWindowCounter({ limit: v as number, windowMs: 1000 })],
+    ['policy.windowMs', (v) => slidingWindowCounter({ limit: 1, windowMs: v as number })],
+    ['policy.limit', (v) => gcra({ limit: v as number, periodMs: 1000 })],
+    ['policy.periodMs', (v) => gcra({ limit: 1, periodMs: v as number })],
+    ['policy.burst', (v) => gcra({ limit: 1, periodMs: 1000, burst: v as number })],
+  ];
+  for (const [field, build] of builders) {
+    for (const value of [0, -1, 1.5, Number.NaN, Infinity, '10', null]) {
+      it(`${field} = ${String(value)} → InvalidInputError(${field})`, () => {
+        assert.throws(
+          () => build(value),
+          (error: unknown) => error instanceof InvalidInputError && error.field === field,
+        );
+      });
+    }
+  }
+
+  it('limits that would break exact integer arithmetic are refused', () => {
+    assert.throws(() => slidingWindowLog({ limit: 10_001, windowMs: 1000 }), {
+      field: 'policy.limit',
+    });
+    assert.throws(() => slidingWindowCounter({ limit: 2 ** 40, windowMs: 2 ** 20 }), {
+      field: 'policy.limit',
+    });
+    assert.throws(() => tokenBucket({ capacity: 2 ** 40, refillIntervalMs: 2 ** 20 }), {
+      field: 'policy.capacity',
+    });
   });
 });

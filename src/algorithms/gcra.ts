@@ -1,0 +1,99 @@
+/**
+ * The GCRA policy — Generic Cell Rate Algorithm, virtual scheduling form (ITU-T I.371, ATM
+ * Forum TM 4.0; the formulation of Brandur Leach's `throttled` and redis-cell): a sustained
+ * rate of `limit` per `periodMs` with bursts of up to `burst` at once, stored as one number
+ * per scope, the theoretical arrival time (TAT).
+ *
+ * Time is in microseconds; the emission interval `periodMs × 1000 / limit` is rounded up to
+ * a whole microsecond, so the policy is never faster than stated (and slower by at most
+ * 1 µs per unit). Redis cost per decision: TIME + GET, plus SET … PX when admitted.
+ */
+import { InvalidInputError } from '../errors.js';
+import { positiveSafeInteger, readProperty } from '../validate.js';
+import { ceilDiv, floorDiv } from './int-math.js';
+import { buildPolicy, MAX_WINDOW_MS, type Policy, policyVersion, requireObject } from './policy.js';
+import { loadScript } from './script.js';
+import { numbers, type Twin } from './twin.js';
+
+/** The GCRA script (one key). */
+export const gcraScript = loadScript('gcra', import.meta.url, 1);
+
+/** Options of {@link gcra}. */
+export interface GcraOptions {
+  /** Units per `periodMs` at the sustained rate: a positive safe integer. */
+  readonly limit: number;
+  /** The period in ms: an integer from 1 to 315,360,000,000. */
+  readonly periodMs: number;
+  /** Units admissible at once (the burst), and the largest cost: a positive safe integer. Default `limit`. */
+  readonly burst?: number;
+  /** Policy version, part of the key (see `FixedWindowOptions.version`). Default `1`. */
+  readonly version?: string | number;
+}
+
+/** A GCRA policy, made by {@link gcra}. `limit` in decisions is the burst. */
+export interface GcraPolicy extends Policy {
+  readonly algorithm: 'gcra';
+  readonly periodMs: number;
+  readonly burst: number;
+  /** The emission interval in µs (rounded up). */
+  readonly emissionIntervalUs: number;
+}
+
+/**
+ * Builds a GCRA policy.
+ *
+ * Decision fields: `limit` = the burst; `remaining` = units admissible at once now;
+ * `resetMs` = ms until the full burst is available again; `retryAfterMs` = ms until the same
+ * cost is admitted (`Infinity` when cost > burst).
+ *
+ * @throws {InvalidInputError} for a bad `policy.limit`, `policy.periodMs`, `policy.burst` or
+ *   `policy.version`, or a burst × emission interval above 2^53 − 1 µs.
+ */
+export function gcra(options: GcraOptions): GcraPolicy {
+  requireObject(options, '{ limit, periodMs }');
+  const limit = positiveSafeInteger('policy.limit', readProperty(options, 'limit', 'policy'));
+  const periodMs = positiveSafeInteger(
+    'policy.periodMs',
+    readProperty(options, 'periodMs', 'policy'),
+    MAX_WINDOW_MS,
+  );
+  const givenBurst = readProperty(options, 'burst', 'policy');
+  const burst = givenBurst === undefined ? limit : positiveSafeInteger('policy.burst', givenBurst);
+  const emissionIntervalUs = ceilDiv(periodMs * 1000, limit);
+  if (!Number.isSafeInteger(burst * emissionIntervalUs * 2)) {
+    throw new InvalidInputError(
+      'policy.burst',
+      'small enough that burst × period / limit fits in 2^52 µs',
+      burst,
+    );
+  }
+  const version = policyVersion(readProperty(options, 'version', 'policy'));
+  return buildPolicy(
+    {
+      algorithm: 'gcra',
+      keyTag: 'gcra',
+      limit: burst,
+      version,
+      maxCost: burst,
+      script: gcraScript,
+      params: [emissionIntervalUs, burst],
+    },
+    { algorithm: 'gcra' as const, periodMs, burst, emissionIntervalUs },
+  );
+}
+
+/** The in-memory twin of `gcra.lua` (see `twin.ts`). */
+const msUp = (us: number) => (us <= 0 ? 0 : floorDiv(us + 999, 1000));
+export const gcraTwin: Twin = (state, key, args) => {
+  const [interval, burst, cost] = numbers(args, 3);
+  const now = state.nowUs;
+  const tolerance = burst * interval;
+  const tat = Math.max(state.get<number>(key, 'string') ?? 0, now);
+  const remaining = Math.max(floorDiv(tolerance - (tat - now), interval), 0);
+  if (cost > burst) return [0, remaining, msUp(tat - now), -1];
+  const newTat = tat + cost * interval;
+  const allowAt = newTat - tolerance;
+  if (allowAt > now) return [0, remaining, msUp(tat - now), msUp(allowAt - now)];
+  state.set(key, 'string', newTat, msUp(newTat - now));
+  return [1, floorDiv(tolerance - (newTat - now), interval), msUp(newTat - now), 0];
+};

@@ -1,0 +1,185 @@
+/**
+ * `MemoryStore`: the same algorithms in process — each script's in-memory twin (see
+ * `algorithms/twin.ts`) on a Map with Redis's expiry semantics — behind the same
+ * `ScriptStore` interface, so the whole decision path (validation, coalescing, deadlines,
+ * the denial cache) is the one that runs on Redis.
+ *
+ * For a single process, for tests, and as the local fallback of fail-open routes. It is
+ * per process: N processes with a MemoryStore each admit N × the limit.
+ */
+import { performance } from 'node:perf_hooks';
+import { batchScript } from '../algorithms/batch.js';
+import { ALGORITHMS } from '../algorithms/registry.js';
+import type { LuaScript } from '../algorithms/script.js';
+import type { Twin, TwinState } from '../algorithms/twin.js';
+import { InvalidInputError, StoreError } from '../errors.js';
+import { optionalPositiveInteger, readProperty } from '../validate.js';
+import type { ScriptStore } from './store.js';
+
+/** Options of {@link MemoryStore}. */
+export interface MemoryStoreOptions {
+  /**
+   * The clock, in ms since the epoch (fractional ms give µs precision to GCRA). Default:
+   * `performance.timeOrigin + performance.now()`. Inject one to control time in tests.
+   */
+  readonly clock?: () => number;
+  /**
+   * Most keys held at once: a positive safe integer, default 100,000. When full, expired
+   * keys are dropped first, then the oldest — an evicted scope starts over, as on a Redis
+   * that evicts (`evictions` counts them).
+   */
+  readonly maxKeys?: number;
+}
+
+interface Entry {
+  readonly kind: string;
+  value: unknown;
+  /** ms; gone once the clock has passed it. */
+  expireAt: number | undefined;
+}
+
+const TWINS = new Map<LuaScript, Twin>(ALGORITHMS.map((a) => [a.script, a.twin]));
+const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
+
+export class MemoryStore implements ScriptStore {
+  readonly #entries = new Map<string, Entry>();
+  readonly #clock: () => number;
+  readonly #maxKeys: number;
+  #evictions = 0;
+
+  /** @throws {InvalidInputError} for a `clock` that is not a function or a bad `maxKeys`. */
+  constructor(options: MemoryStoreOptions = {}) {
+    const clock = readProperty(options, 'clock', 'options');
+    if (clock !== undefined && typeof clock !== 'function') {
+      throw new InvalidInputError('options.clock', 'a function returning ms', clock);
+    }
+    this.#clock =
+      (clock as (() => number) | undefined) ?? (() => performance.timeOrigin + performance.now());
+    this.#maxKeys = optionalPositiveInteger(
+      'options.maxKeys',
+      readProperty(options, 'maxKeys', 'options'),
+      100_000,
+    );
+  }
+
+  /** Keys held now (expired ones may linger until touched or swept). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /** Live keys dropped because `maxKeys` was reached. */
+  get evictions(): number {
+    return this.#evictions;
+  }
+
+  evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    try {
+      return Promise.resolve(this.run(script, keys, args));
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** Runs `script` synchronously, at one instant of the clock, as Redis runs a script. */
+  run(script: LuaScript, keys: readonly string[], args: readonly string[]): unknown {
+    const state = this.#state();
+    if (script === batchScript) return this.#batch(state, keys, args);
+    const twin = TWINS.get(script);
+    if (twin === undefined)
+      throw new StoreError(`NOSCRIPT no in-memory twin for script ${script.name}`);
+    return twin(state, keys[0] as string, args);
+  }
+
+  /** The batch script's semantics (see `batch.lua`): items in order, errors isolated, a flat reply. */
+  #batch(state: TwinState, keys: readonly string[], argv: readonly string[]): unknown[] {
+    const out: unknown[] = [];
+    const errors: string[] = [];
+    let a = 0;
+    for (const key of keys) {
+      const id = argv[a];
+      const twin = ALGORITHMS[Number(id) - 1]?.twin;
+      const count = Number(argv[a + 1]);
+      const args = argv.slice(a + 2, a + 2 + count);
+      a += 2 + count;
+      try {
+        if (twin === undefined) throw new Error(`ERR unknown algorithm id ${id}`);
+        out.push(...twin(state, key, args));
+      } catch (error) {
+        errors.push(
+          error instanceof StoreError
+            ? error.message.replace(/^Redis replied with an error: /, '')
+            : String(error),
+        );
+        out.push(-1, errors.length, 0, 0);
+      }
+    }
+    return out.concat(errors);
+  }
+
+  #state(): TwinState {
+    const nowFloat = this.#clock();
+    const nowMs = Math.floor(nowFloat);
+    const nowUs = Math.round(nowFloat * 1000);
+    const entries = this.#entries;
+    const live = (key: string): Entry | undefined => {
+      const entry = entries.get(key);
+      if (entry === undefined) return undefined;
+      if (entry.expireAt !== undefined && nowMs > entry.expireAt) {
+        entries.delete(key);
+        return undefined;
+      }
+      return entry;
+    };
+    return {
+      nowMs,
+      nowUs,
+      get: <T>(key: string, kind: string) => {
+        const entry = live(key);
+        if (entry === undefined) return undefined;
+        if (entry.kind !== kind) throw new StoreError(WRONGTYPE);
+        return entry.value as T;
+      },
+      set: (key, kind, value, ttlMs) => {
+        const existing = live(key);
+        if (existing === undefined) this.#makeRoom(nowMs);
+        else entries.delete(key); // re-insert: the newest write is the last to be evicted
+        entries.set(key, {
+          kind,
+          value,
+          expireAt: ttlMs === undefined ? undefined : nowMs + ttlMs,
+        });
+      },
+      update: (key, value) => {
+        const entry = live(key);
+        if (entry !== undefined) entry.value = value;
+      },
+      delete: (key) => {
+        entries.delete(key);
+      },
+      pttl: (key) => {
+        const entry = live(key);
+        if (entry === undefined) return -2;
+        return entry.expireAt === undefined ? -1 : entry.expireAt - nowMs;
+      },
+      pexpire: (key, ttlMs) => {
+        const entry = live(key);
+        if (entry !== undefined) entry.expireAt = nowMs + ttlMs;
+      },
+    };
+  }
+
+  #makeRoom(nowMs: number): void {
+    if (this.#entries.size < this.#maxKeys) return;
+    for (const [key, entry] of this.#entries) {
+      if (entry.expireAt !== undefined && nowMs > entry.expireAt) this.#entries.delete(key);
+    }
+    while (this.#entries.size >= this.#maxKeys) {
+      this.#entries.delete(this.#entries.keys().next().value as string);
+      this.#evictions++;
+    }
+  }
+}
