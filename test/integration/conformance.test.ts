@@ -148,6 +148,44 @@ describe('conformance: the boundary burst side by side (case C11)', () => {
   });
 });
 
+describe('case C04: the application server’s clock never decides', () => {
+  it('token bucket 4, refill 2/s: replica B with a clock 10 s behind (then ahead) is denied like A would be', async () => {
+    const [a, b] = (await STORES.redis?.()) as RateLimiter[];
+    const policy = tokenBucket({
+      capacity: 4,
+      refillTokens: 2,
+      refillIntervalMs: 1000,
+      version: 'c04',
+    });
+    const scope = { tenant: randomTenant(), route };
+    const realNow = Date.now;
+    try {
+      const first = [];
+      for (let i = 0; i < 4; i++)
+        first.push((await (a as RateLimiter).take(scope, policy)).remaining);
+      assert.deepEqual(first, [3, 2, 1, 0]);
+      for (const skewMs of [-10_000, 10_000]) {
+        Date.now = () => realNow() + skewMs;
+        const skewed = await (b as RateLimiter).take(scope, policy);
+        Date.now = realNow;
+        assert.equal(skewed.allowed, false, `skew ${skewMs} ms`);
+        assert.ok(
+          skewed.retryAfterMs > 0 && skewed.retryAfterMs <= 500,
+          `retryAfterMs ${skewed.retryAfterMs}`,
+        );
+      }
+      const started = realNow();
+      const more = await Promise.all(
+        [1, 2, 3, 4].map(() => (a as RateLimiter).take(scope, policy)),
+      );
+      const elapsedS = (realNow() - started + 60) / 1000;
+      assert.ok(more.filter((d) => d.allowed).length <= Math.floor(2 * elapsedS) + 1);
+    } finally {
+      Date.now = realNow;
+    }
+  });
+});
+
 describe('conformance: every key has a bounded TTL after the run', () => {
   it('PTTL of every key the suite wrote on Redis is positive and at most its window (× 2 for the counter)', async () => {
     const admin = await redis.admin();
