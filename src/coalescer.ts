@@ -12,6 +12,7 @@
 import { performance } from 'node:perf_hooks';
 import { batchScript } from './algorithms/batch.js';
 import type { LuaScript } from './algorithms/script.js';
+import { callSafely } from './call-safely.js';
 import { StoreError, UnavailableError } from './errors.js';
 import type { ScriptStore } from './stores/store.js';
 
@@ -42,17 +43,13 @@ function run(
   keys: string[],
   args: readonly string[],
 ): Promise<unknown> {
-  try {
-    const reply: unknown = store.evalScript(script, keys, args);
-    if (isThenable(reply)) return Promise.resolve(reply);
-    return Promise.reject(
+  return callSafely(
+    () => store.evalScript(script, keys, args),
+    () =>
       new UnavailableError(
         'the store returned no promise: is the client a node-redis v6 client (not .legacy())?',
       ),
-    );
-  } catch (error) {
-    return Promise.reject(error);
-  }
+  );
 }
 
 export class Coalescer {
@@ -130,12 +127,4 @@ function deliver(items: BatchItem[], replies: unknown, sentAt: number): void {
       item.done(replies, offset, sentAt);
     }
   }
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }

@@ -15,9 +15,20 @@ const loaders: Record<string, () => Promise<Contender>> = {
   'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,
   'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
 };
+for (const name of [
+  'sluice-sliding-log',
+  'sluice-sliding-counter',
+  'sluice-token-bucket',
+  'sluice-gcra',
+]) {
+  loaders[name] = async () => (await import('./sluice.js')).policyContenders[name] as Contender;
+}
 
 export const contenderNames = Object.keys(loaders);
-export const defaultContenderNames = contenderNames;
+/** The policy variants are opt-in (`--contenders sluice,sluice-gcra,…`): a full run stays a few minutes. */
+export const defaultContenderNames = contenderNames.filter(
+  (name) => !/^sluice-(sliding|token|gcra)/.test(name),
+);
 
 export function loadContender(name: string): Promise<Contender> {
   const load = loaders[name];

@@ -1,22 +1,32 @@
 /**
  * sluice as it stands in this repository's source: `RateLimiter` with default options on
- * `createRedisClient`, and a `fixedWindow` policy. `sluice-uncached` (opt-in, not in the
- * default set) turns the local denial cache off, so that every take reaches Redis.
+ * `createRedisClient`, and a `fixedWindow` policy. Variants: `sluice-uncached` turns the
+ * local denial cache off, so that every take reaches Redis; `sluice-nodeadline` patches the
+ * deadline out; `sluice-<policy>` (opt-in) decides with another policy of the same limit
+ * and window.
  */
 import {
   createRedisClient,
   fixedWindow,
+  gcra,
+  type Policy,
   RateLimiter,
   type RateLimiterOptions,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
 } from '../../src/index.js';
 import type { Contender } from '../types.js';
 
 const ROUTE = 'GET/bench';
 
+type PolicyOf = (limit: number, windowMs: number) => Policy;
+
 function sluiceContender(
   name: string,
   description: string,
   options: Omit<RateLimiterOptions, 'client' | 'store'>,
+  policyOf: PolicyOf = (limit, windowMs) => fixedWindow({ limit, windowMs }),
 ): Contender {
   return {
     name,
@@ -24,7 +34,7 @@ function sluiceContender(
     async setup(url, { limit, windowMs }) {
       const client = await createRedisClient({ url });
       const limiter = new RateLimiter({ client, ...options });
-      const policy = fixedWindow({ limit, windowMs });
+      const policy = policyOf(limit, windowMs);
       return {
         take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
         close: () => client.close(),
@@ -68,4 +78,33 @@ export const noDeadlineContender: Contender = {
     };
     return contender.setup(url, policy);
   },
+};
+
+/** sluice with each other policy, at the scenario's limit per window. */
+export const policyContenders: Record<string, Contender> = {
+  'sluice-sliding-log': sluiceContender(
+    'sluice-sliding-log',
+    'as sluice, slidingWindowLog',
+    {},
+    (limit, windowMs) => slidingWindowLog({ limit, windowMs }),
+  ),
+  'sluice-sliding-counter': sluiceContender(
+    'sluice-sliding-counter',
+    'as sluice, slidingWindowCounter',
+    {},
+    (limit, windowMs) => slidingWindowCounter({ limit, windowMs }),
+  ),
+  'sluice-token-bucket': sluiceContender(
+    'sluice-token-bucket',
+    'as sluice, tokenBucket (capacity = limit, refilled limit per window)',
+    {},
+    (limit, windowMs) =>
+      tokenBucket({ capacity: limit, refillTokens: limit, refillIntervalMs: windowMs }),
+  ),
+  'sluice-gcra': sluiceContender(
+    'sluice-gcra',
+    'as sluice, gcra (burst = limit)',
+    {},
+    (limit, windowMs) => gcra({ limit, periodMs: windowMs }),
+  ),
 };

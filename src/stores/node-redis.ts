@@ -7,6 +7,7 @@
  */
 import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
 import type { LuaScript } from '../algorithms/script.js';
+import { callSafely } from '../call-safely.js';
 import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
 import { MAX_TIMER_MS } from '../validate.js';
 import type { ScriptStore } from './store.js';
@@ -65,17 +66,13 @@ export class NodeRedisStore implements ScriptStore {
 
   /** `sendCommand`, with a synchronous throw or a non-promise result turned into a rejection. */
   #send(command: string[]): Promise<unknown> {
-    try {
-      const reply: unknown = this.#client.sendCommand(command);
-      if (isThenable(reply)) return Promise.resolve(reply);
-      return Promise.reject(
+    return callSafely(
+      () => this.#client.sendCommand(command),
+      () =>
         new UnavailableError(
           'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
         ),
-      );
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    );
   }
 }
 
@@ -179,12 +176,4 @@ function throttledWarning(): (error: Error) => void {
     last = now;
     suppressed = 0;
   };
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (
-    (typeof value === 'object' || typeof value === 'function') &&
-    value !== null &&
-    typeof (value as { then?: unknown }).then === 'function'
-  );
 }
