@@ -9,7 +9,6 @@
  * gathered no larger batches under a closed loop and added latency at concurrency 1.) Items are applied in the order they were added; an item's
  * error is reported to that item alone (see `batch.lua`).
  */
-import { performance } from 'node:perf_hooks';
 import { batchScript } from './algorithms/batch.js';
 import type { LuaScript } from './algorithms/script.js';
 import { callSafely } from './call-safely.js';
@@ -26,7 +25,7 @@ export interface BatchItem {
   readonly args: readonly string[];
   /**
    * The item's four reply slots start at `reply[offset]` (the algorithm's own reply, or the
-   * batch's flat reply); `sentAt` is `performance.now()` when the call was sent.
+   * batch's flat reply); `sentAt` is the coalescer's clock when the call was sent.
    */
   done(reply: readonly unknown[], offset: number, sentAt: number): void;
   fail(error: unknown): void;
@@ -62,9 +61,13 @@ export class Coalescer {
     this.flush();
   };
 
-  constructor(store: ScriptStore, maxBatchSize: number) {
+  readonly #clock: () => number;
+
+  /** @param clock the clock of `sentAt` (ms), the one the denial cache uses. */
+  constructor(store: ScriptStore, maxBatchSize: number, clock: () => number) {
     this.#store = store;
     this.#maxBatchSize = maxBatchSize;
+    this.#clock = clock;
   }
 
   add(item: BatchItem): void {
@@ -81,7 +84,7 @@ export class Coalescer {
     const items = this.#pending;
     if (items.length === 0) return;
     this.#pending = [];
-    const sentAt = performance.now();
+    const sentAt = this.#clock();
     if (items.length === 1) {
       const item = items[0] as BatchItem;
       run(this.#store, item.script, [item.key], item.args).then(

@@ -1,5 +1,6 @@
 /**
- * The local denial cache: a scope whose quota is used up until a known time is answered
+ * The local denial cache (timed on the store's clock: the process's monotonic clock for
+ * Redis, the injected clock of a `MemoryStore`): a scope whose quota is used up until a known time is answered
  * "denied" in process until then, without a Redis round trip, so an abusive hot tenant
  * stops costing Redis work.
  *
@@ -19,8 +20,12 @@ export interface CachedDenial {
   readonly retryAt: number;
   /** `performance.now()` at which the window ends (for `resetMs`). */
   readonly resetAt: number;
-  /** The policy limit the denial was decided under. */
+  /** The policy limit the denial was decided under (the `limit` a cached decision reports). */
   readonly limit: number;
+  /** The policy's parameters: a cached denial answers only the same policy. */
+  readonly fingerprint: string;
+  /** True when `retryAt` holds for every cost; else only for a cost of 1. */
+  readonly anyCost: boolean;
 }
 
 export class DenialCache {

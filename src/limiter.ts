@@ -105,6 +105,8 @@ export const MAX_SCOPE_PART_LENGTH = 65_536;
 interface Compiled {
   readonly prefix: string;
   readonly batchId: number;
+  /** The policy's parameters, so that a cached denial answers only the policy it was decided under. */
+  readonly fingerprint: string;
 }
 
 /**
@@ -123,6 +125,7 @@ class Call implements DeadlineEntry, BatchItem {
     readonly key: string,
     /** The denial cache's key for this scope (no hashing needed to compute it). */
     readonly localKey: string,
+    readonly fingerprint: string,
     readonly cost: number,
     readonly args: readonly string[],
     readonly resolve: (decision: Decision) => void,
@@ -161,6 +164,8 @@ class Engine {
   constructor(
     readonly deadlines: DeadlineQueue,
     readonly denials: DenialCache | undefined,
+    /** The store's clock (ms), which times the denial cache. */
+    readonly clock: () => number,
   ) {}
 
   answered(call: Call, reply: readonly unknown[], offset: number, sentAt: number): void {
@@ -171,16 +176,18 @@ class Engine {
       return;
     }
     if (this.denials !== undefined) {
-      const holdMs = call.policy.denialHoldMs(decision, call.cost);
-      if (holdMs > 0) {
-        const now = performance.now();
+      const hold = call.policy.denialHold(decision, call.cost);
+      if (hold !== undefined) {
+        const now = this.clock();
         this.denials.set(
           call.localKey,
           {
-            until: sentAt + holdMs,
+            until: sentAt + hold.ms,
             resetAt: now + decision.resetMs,
-            retryAt: now + holdMs + 1,
+            retryAt: now + hold.ms + 1,
             limit: decision.limit,
+            fingerprint: call.fingerprint,
+            anyCost: hold.anyCost,
           },
           now,
         );
@@ -236,7 +243,7 @@ export class RateLimiter {
     ) {
       throw new InvalidInputError('options.store', 'a ScriptStore', givenStore);
     }
-    const store = givenStore ?? new NodeRedisStore(client as NodeRedisClientLike);
+    const store: ScriptStore = givenStore ?? new NodeRedisStore(client as NodeRedisClientLike);
     const namespace = read('namespace') ?? 'rate';
     if (typeof namespace !== 'string' || !NAMESPACE.test(namespace)) {
       throw new InvalidInputError(
@@ -275,8 +282,9 @@ export class RateLimiter {
               10_000,
             ),
           );
-    this.#coalescer = new Coalescer(store, maxBatchSize);
-    this.#engine = new Engine(new DeadlineQueue(timeoutMs), denials);
+    const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
+    this.#coalescer = new Coalescer(store, maxBatchSize, clock);
+    this.#engine = new Engine(new DeadlineQueue(timeoutMs), denials, clock);
     // `take` may be passed around as a function (`const take = limiter.take`).
     this.take = this.take.bind(this);
   }
@@ -317,27 +325,32 @@ export class RateLimiter {
       engine.stats.invalid++;
       return Promise.reject(error);
     }
-    const now = performance.now();
     const denials = engine.denials;
     // The cache is keyed by the scope's text, so a cached denial costs no hashing.
     const localKey = `${compiled.prefix}${tenant.length}:${tenant}${route}`;
     if (denials !== undefined && denials.size > 0) {
-      const held = denials.get(localKey, now);
-      if (held !== undefined && held.limit === policy.limit) {
+      const cacheNow = engine.clock();
+      const held = denials.get(localKey, cacheNow);
+      if (
+        held !== undefined &&
+        held.fingerprint === compiled.fingerprint &&
+        (held.anyCost || cost === 1 || cost > policy.maxCost)
+      ) {
         engine.stats.limited++;
         engine.stats.cachedDenials++;
         return Promise.resolve({
           allowed: false,
           remaining: 0,
           limit: held.limit,
-          resetMs: Math.max(0, Math.ceil(held.resetAt - now)),
+          resetMs: Math.max(0, Math.ceil(held.resetAt - cacheNow)),
           retryAfterMs:
             cost > policy.maxCost
               ? Number.POSITIVE_INFINITY
-              : Math.max(1, Math.ceil(held.retryAt - now)),
+              : Math.max(1, Math.ceil(held.retryAt - cacheNow)),
         });
       }
     }
+    const now = performance.now();
     if (engine.stats.inFlight >= this.#maxInFlight) {
       engine.stats.overload++;
       return Promise.reject(new OverloadError(this.#maxInFlight));
@@ -351,6 +364,7 @@ export class RateLimiter {
         compiled.batchId,
         key,
         localKey,
+        compiled.fingerprint,
         cost,
         args,
         resolve,
@@ -372,7 +386,11 @@ export class RateLimiter {
       const id = batchId(policy.script);
       if (id === undefined)
         throw new InvalidInputError('policy', 'a policy of a known algorithm', policy);
-      compiled = { prefix: keyPrefix(this.#namespace, policy.keyTag, policy.version), batchId: id };
+      compiled = {
+        prefix: keyPrefix(this.#namespace, policy.keyTag, policy.version),
+        batchId: id,
+        fingerprint: policy.args(1).join(' '),
+      };
       this.#compiled.set(policy, compiled);
     }
     return compiled;

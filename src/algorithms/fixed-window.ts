@@ -13,7 +13,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { positiveSafeInteger, readProperty } from '../validate.js';
-import { buildPolicy, MAX_WINDOW_MS, type Policy, policyVersion } from './policy.js';
+import { buildPolicy, MAX_LIMIT, MAX_WINDOW_MS, type Policy, policyVersion } from './policy.js';
 import { loadScript } from './script.js';
 import { numbers, type Twin } from './twin.js';
 
@@ -51,7 +51,11 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidInputError('policy', 'an object { limit, windowMs }', options);
   }
-  const limit = positiveSafeInteger('policy.limit', readProperty(options, 'limit', 'policy'));
+  const limit = positiveSafeInteger(
+    'policy.limit',
+    readProperty(options, 'limit', 'policy'),
+    MAX_LIMIT,
+  );
   const windowMs = positiveSafeInteger(
     'policy.windowMs',
     readProperty(options, 'windowMs', 'policy'),

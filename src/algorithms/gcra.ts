@@ -11,7 +11,14 @@
 import { InvalidInputError } from '../errors.js';
 import { positiveSafeInteger, readProperty } from '../validate.js';
 import { ceilDiv, floorDiv } from './int-math.js';
-import { buildPolicy, MAX_WINDOW_MS, type Policy, policyVersion, requireObject } from './policy.js';
+import {
+  buildPolicy,
+  MAX_LIMIT,
+  MAX_WINDOW_MS,
+  type Policy,
+  policyVersion,
+  requireObject,
+} from './policy.js';
 import { loadScript } from './script.js';
 import { numbers, type Twin } from './twin.js';
 
@@ -51,19 +58,25 @@ export interface GcraPolicy extends Policy {
  */
 export function gcra(options: GcraOptions): GcraPolicy {
   requireObject(options, '{ limit, periodMs }');
-  const limit = positiveSafeInteger('policy.limit', readProperty(options, 'limit', 'policy'));
+  const limit = positiveSafeInteger(
+    'policy.limit',
+    readProperty(options, 'limit', 'policy'),
+    MAX_LIMIT,
+  );
   const periodMs = positiveSafeInteger(
     'policy.periodMs',
     readProperty(options, 'periodMs', 'policy'),
     MAX_WINDOW_MS,
   );
   const givenBurst = readProperty(options, 'burst', 'policy');
-  const burst = givenBurst === undefined ? limit : positiveSafeInteger('policy.burst', givenBurst);
+  const burst =
+    givenBurst === undefined ? limit : positiveSafeInteger('policy.burst', givenBurst, MAX_LIMIT);
   const emissionIntervalUs = ceilDiv(periodMs * 1000, limit);
-  if (!Number.isSafeInteger(burst * emissionIntervalUs * 2)) {
+  // TAT stays below now (~2^50.6 µs) + 2 × burst × T: keep that under 2^53.
+  if (burst * emissionIntervalUs > 2 ** 51) {
     throw new InvalidInputError(
       'policy.burst',
-      'small enough that burst × period / limit fits in 2^52 µs',
+      'small enough that burst × period / limit ≤ 2^51 µs (about 71 years)',
       burst,
     );
   }

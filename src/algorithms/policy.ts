@@ -25,11 +25,18 @@ export interface Policy {
   /** @internal ARGV for one take of `cost` units. */
   readonly args: (cost: number) => readonly string[];
   /**
-   * @internal For the local denial cache: how many ms after the request was sent *every*
-   * take on this key is certain to be denied, given `decision` for a take of `cost`; 0
-   * when nothing is certain.
+   * @internal For the local denial cache: how long after the request was sent *every* take
+   * on this key is certain to be denied, given `decision` for a take of `cost`, and whether
+   * `decision.retryAfterMs` then holds for every cost (else only for a cost of 1);
+   * `undefined` when nothing is certain.
    */
-  readonly denialHoldMs: (decision: Decision, cost: number) => number;
+  readonly denialHold: (decision: Decision, cost: number) => DenialHold | undefined;
+}
+
+/** See `Policy.denialHold`. */
+export interface DenialHold {
+  readonly ms: number;
+  readonly anyCost: boolean;
 }
 
 /** What a builder gives {@link buildPolicy}. */
@@ -68,12 +75,19 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
     script: spec.script,
     ...extra,
     args: (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)]),
-    denialHoldMs: (decision: Decision, cost: number) => {
-      if (fullUntilReset && decision.remaining === 0) return decision.resetMs;
-      if (!decision.allowed && cost === 1 && Number.isFinite(decision.retryAfterMs)) {
-        return decision.retryAfterMs - 1;
+    denialHold: (decision: Decision, cost: number): DenialHold | undefined => {
+      if (fullUntilReset && decision.remaining === 0 && decision.resetMs > 0) {
+        return { ms: decision.resetMs, anyCost: true };
       }
-      return 0;
+      if (
+        !decision.allowed &&
+        cost === 1 &&
+        Number.isFinite(decision.retryAfterMs) &&
+        decision.retryAfterMs > 1
+      ) {
+        return { ms: decision.retryAfterMs - 1, anyCost: false };
+      }
+      return undefined;
     },
   });
 }
@@ -99,6 +113,12 @@ export function isPolicy(value: unknown): value is Policy {
  * integers that Lua and JavaScript numbers represent exactly.
  */
 export const MAX_WINDOW_MS = 315_360_000_000;
+
+/**
+ * Largest limit, capacity or burst accepted: 2^50. Redis replies carry integers that the
+ * client decodes into JavaScript numbers; far below 2^53 they stay exact.
+ */
+export const MAX_LIMIT = 2 ** 50;
 
 /** Throws unless `options` is an object (the builders' first check). */
 export function requireObject(options: unknown, shape: string): void {

@@ -44,6 +44,10 @@ local state = redis.call('HMGET', key, 'w', 'c', 'p')
 local current, previous = 0, 0
 if state[1] then
   local stored = tonumber(state[1])
+  if stored > index then
+    -- The server clock stepped back: time stands still at the start of the stored window.
+    index, elapsed = stored, 0
+  end
   if stored == index then
     current, previous = tonumber(state[2]), tonumber(state[3])
   elseif stored == index - 1 then
@@ -83,5 +87,6 @@ end
 
 current = current + cost
 redis.call('HSET', key, 'w', string.format('%d', index), 'c', current, 'p', previous)
-redis.call('PEXPIRE', key, 2 * window - elapsed)
+-- The count matters until the end of the next window.
+redis.call('PEXPIRE', key, (index + 2) * window - now)
 return { 1, floor_div(room - cost * window, window), 2 * window - elapsed, 0 }

@@ -12,6 +12,7 @@ import { positiveSafeInteger, readProperty } from '../validate.js';
 import { floorDiv } from './int-math.js';
 import {
   buildPolicy,
+  MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
   policyVersion,
@@ -43,7 +44,11 @@ export interface SlidingWindowCounterPolicy extends Policy {
  */
 export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWindowCounterPolicy {
   requireObject(options, '{ limit, windowMs }');
-  const limit = positiveSafeInteger('policy.limit', readProperty(options, 'limit', 'policy'));
+  const limit = positiveSafeInteger(
+    'policy.limit',
+    readProperty(options, 'limit', 'policy'),
+    MAX_LIMIT,
+  );
   const windowMs = positiveSafeInteger(
     'policy.windowMs',
     readProperty(options, 'windowMs', 'policy'),
@@ -74,12 +79,16 @@ interface Counter {
 export const slidingWindowCounterTwin: Twin = (state, key, args) => {
   const [limit, window, cost] = numbers(args, 3);
   const now = state.nowMs;
-  const index = floorDiv(now, window);
-  const elapsed = now - index * window;
+  let index = floorDiv(now, window);
+  let elapsed = now - index * window;
   const stored = state.get<Counter>(key, 'hash');
   let current = 0;
   let previous = 0;
   if (stored !== undefined) {
+    if (stored.w > index) {
+      index = stored.w;
+      elapsed = 0;
+    }
     if (stored.w === index) {
       current = stored.c;
       previous = stored.p;
@@ -101,6 +110,6 @@ export const slidingWindowCounterTwin: Twin = (state, key, args) => {
     }
     return [0, remaining, reset, Math.max(retry, 1)];
   }
-  state.set(key, 'hash', { w: index, c: current + cost, p: previous }, 2 * window - elapsed);
+  state.set(key, 'hash', { w: index, c: current + cost, p: previous }, (index + 2) * window - now);
   return [1, floorDiv(room - cost * window, window), 2 * window - elapsed, 0];
 };

@@ -29,15 +29,19 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- now:end
 
+-- Time never runs backwards for one log: if the server clock stepped back (NTP, a failover
+-- to a server whose clock is behind), the newest entry's time stands in for now, so member
+-- names stay unique and nothing is re-admitted.
+local clock_now = now
+local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+if newest[2] and tonumber(newest[2]) > now then now = tonumber(newest[2]) end
+
 -- An entry admitted at time s is in the window while s > now - window.
 redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now - window))
 local count = redis.call('ZCARD', key)
 
 local reset = 0
-if count > 0 then
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  reset = tonumber(newest[2]) + window - now
-end
+if count > 0 then reset = tonumber(newest[2]) + window - now end
 
 if cost > limit then
   return { 0, math.max(limit - count, 0), reset, -1 }
@@ -61,5 +65,6 @@ for i = 1, cost do
     args = {}
   end
 end
-redis.call('PEXPIRE', key, window)
+-- The newest entry leaves the window at now + window (now may be ahead of the clock).
+redis.call('PEXPIRE', key, window + now - clock_now)
 return { 1, limit - count - cost, window, 0 }

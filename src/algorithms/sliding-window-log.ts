@@ -74,8 +74,9 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
 /** The in-memory twin of `sliding-window-log.lua` (see `twin.ts`). */
 export const slidingWindowLogTwin: Twin = (state, key, args) => {
   const [limit, window, cost] = numbers(args, 3);
-  const now = state.nowMs;
   const stored = state.get<number[]>(key, 'zset');
+  const newest = stored?.[stored.length - 1];
+  const now = newest !== undefined && newest > state.nowMs ? newest : state.nowMs;
   const log = stored === undefined ? [] : stored.filter((s) => s > now - window);
   if (stored !== undefined && log.length !== stored.length) {
     if (log.length === 0) state.delete(key);
@@ -89,10 +90,11 @@ export const slidingWindowLogTwin: Twin = (state, key, args) => {
     return [0, Math.max(limit - count, 0), reset, (log[k - 1] as number) + window - now];
   }
   const next = log.concat(Array.from({ length: cost }, () => now));
-  if (stored === undefined || log.length === 0) state.set(key, 'zset', next, window);
+  const ttl = window + now - state.nowMs;
+  if (stored === undefined || log.length === 0) state.set(key, 'zset', next, ttl);
   else {
     state.update(key, next);
-    state.pexpire(key, window);
+    state.pexpire(key, ttl);
   }
   return [1, limit - count - cost, window, 0];
 };

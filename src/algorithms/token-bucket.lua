@@ -33,9 +33,15 @@ local full = capacity * interval
 local need = cost * interval
 local state = redis.call('HMGET', key, 's', 't')
 local scaled = full
+local stamp = now
 if state[1] then
   local elapsed = now - tonumber(state[2])
-  if elapsed < 0 then elapsed = 0 end -- a clock step back never adds tokens
+  if elapsed < 0 then
+    -- The server clock stepped back: no tokens now, and the last write's time is kept so
+    -- that the step is not refilled twice once the clock catches up.
+    elapsed = 0
+    stamp = tonumber(state[2])
+  end
   scaled = tonumber(state[1]) + elapsed * rate
   if scaled > full then scaled = full end
 end
@@ -54,17 +60,20 @@ local function floor_div(a, b)
   return q
 end
 
+-- No refill until the clock is back at the last write's time (0 unless it stepped back).
+local lag = stamp - now
+
 if cost > capacity then
-  return { 0, floor_div(scaled, interval), ceil_div(full - scaled, rate), -1 }
+  return { 0, floor_div(scaled, interval), ceil_div(full - scaled, rate) + lag, -1 }
 end
 
 if scaled < need then
   -- Denied: nothing is written, so a rejected take consumes nothing.
-  return { 0, floor_div(scaled, interval), ceil_div(full - scaled, rate), ceil_div(need - scaled, rate) }
+  return { 0, floor_div(scaled, interval), ceil_div(full - scaled, rate) + lag, ceil_div(need - scaled, rate) + lag }
 end
 
 scaled = scaled - need
-local reset = ceil_div(full - scaled, rate)
-redis.call('HSET', key, 's', string.format('%d', scaled), 't', string.format('%d', now))
+local reset = ceil_div(full - scaled, rate) + lag
+redis.call('HSET', key, 's', string.format('%d', scaled), 't', string.format('%d', stamp))
 redis.call('PEXPIRE', key, math.max(reset, 1))
 return { 1, floor_div(scaled, interval), reset, 0 }

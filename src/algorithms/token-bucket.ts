@@ -13,6 +13,7 @@ import { positiveSafeInteger, readProperty } from '../validate.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
+  MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
   policyVersion,
@@ -60,6 +61,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   const capacity = positiveSafeInteger(
     'policy.capacity',
     readProperty(options, 'capacity', 'policy'),
+    MAX_LIMIT,
   );
   const refill = readProperty(options, 'refillTokens', 'policy');
   const refillTokens =
@@ -97,21 +99,25 @@ export const tokenBucketTwin: Twin = (state, key, args) => {
   const need = cost * interval;
   const bucket = state.get<Bucket>(key, 'hash');
   let scaled = full;
+  let stamp = now;
   if (bucket !== undefined) {
     const elapsed = Math.max(now - bucket.t, 0);
+    if (now < bucket.t) stamp = bucket.t;
     scaled = Math.min(bucket.s + elapsed * rate, full);
   }
-  if (cost > capacity) return [0, floorDiv(scaled, interval), ceilDiv(full - scaled, rate), -1];
+  const lag = stamp - now;
+  if (cost > capacity)
+    return [0, floorDiv(scaled, interval), ceilDiv(full - scaled, rate) + lag, -1];
   if (scaled < need) {
     return [
       0,
       floorDiv(scaled, interval),
-      ceilDiv(full - scaled, rate),
-      ceilDiv(need - scaled, rate),
+      ceilDiv(full - scaled, rate) + lag,
+      ceilDiv(need - scaled, rate) + lag,
     ];
   }
   scaled -= need;
-  const reset = ceilDiv(full - scaled, rate);
-  state.set(key, 'hash', { s: scaled, t: now }, Math.max(reset, 1));
+  const reset = ceilDiv(full - scaled, rate) + lag;
+  state.set(key, 'hash', { s: scaled, t: stamp }, Math.max(reset, 1));
   return [1, floorDiv(scaled, interval), reset, 0];
 };

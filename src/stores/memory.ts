@@ -62,6 +62,11 @@ export class MemoryStore implements ScriptStore {
     );
   }
 
+  /** The clock this store decides with (ms); the limiter's denial cache follows it. */
+  get clock(): () => number {
+    return this.#clock;
+  }
+
   /** Keys held now (expired ones may linger until touched or swept). */
   get size(): number {
     return this.#entries.size;

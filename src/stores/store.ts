@@ -12,4 +12,10 @@ export interface ScriptStore {
    * `SCRIPT FLUSH` (NOSCRIPT is never reported as a failure).
    */
   evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  /**
+   * The clock this store decides with, in ms, when it is not Redis's (`MemoryStore` with an
+   * injected clock). The limiter's local denial cache then follows it; by default the cache
+   * uses the process's monotonic clock.
+   */
+  readonly clock?: () => number;
 }

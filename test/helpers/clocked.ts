@@ -3,10 +3,11 @@
  *
  * A variant of each script is produced here, at test time, from the production source:
  * the block between `-- now:begin` and `-- now:end` (which reads Redis `TIME`) is replaced
- * by a read of the test clock key, and every TTL is lengthened to an hour, since virtual and
- * real time diverge (each algorithm is built so that an expired key means the same as its
- * stored state at that time, so TTLs never change a decision). Production scripts keep
- * reading `TIME`; nothing here is reachable from the library.
+ * by a read of the test clock key, and every TTL (`PEXPIRE key ttl`, `SET … PX ttl`) by a
+ * virtual expiry kept beside the key (`<key>:vexp`, in virtual ms), which the variant
+ * applies before the algorithm runs exactly as Redis expires a key (gone once the clock has
+ * passed it). Real TTLs could not follow a virtual clock. Production scripts keep reading
+ * `TIME`; nothing here is reachable from the library.
  */
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
@@ -21,11 +22,23 @@ export function clockedVariant(script: LuaScript): LuaScript {
   if (begin === null) throw new Error(`${script.name}.lua has no now:begin … now:end block`);
   const micro = /µs/.test(begin[0].split('\n')[0] as string);
   const read = `tonumber(redis.call('GET', '${CLOCK_KEY}'))`;
-  const now = micro ? `local now = ${read}` : `local now = math.floor(${read} / 1000)`;
+  const prelude = [
+    `local vnow_ms = math.floor(${read} / 1000)`,
+    micro ? `local now = ${read}` : 'local now = vnow_ms',
+    "local vexp = redis.call('GET', KEYS[1] .. ':vexp')",
+    "if vexp and vnow_ms > tonumber(vexp) then redis.call('DEL', KEYS[1], KEYS[1] .. ':vexp') end",
+  ].join('\n');
+  const setVexp = (ttl: string) =>
+    `redis.call('SET', key .. ':vexp', string.format('%d', vnow_ms + (${ttl})))`;
   const source = script.source
-    .replace(block, now)
-    .replace(/'PEXPIRE', key, .*\)$/gm, "'PEXPIRE', key, 3600000)")
-    .replace(/'PX', .*\)$/gm, "'PX', 3600000)");
+    .replace(block, prelude)
+    .replace(/redis\.call\('PEXPIRE', key, (.*)\)$/gm, (_, ttl: string) => setVexp(ttl))
+    .replace(
+      /(redis\.call\('SET', key, .*), 'PX', (.*)\)$/gm,
+      (_, set: string, ttl: string) => `${set}) ${setVexp(ttl)}`,
+    );
+  if (/PEXPIRE|'PX'/.test(source))
+    throw new Error(`${script.name}.lua: a TTL the clocked variant did not rewrite`);
   return scriptFromSource(`${script.name}+clock`, source, script.keyCount);
 }
 

@@ -48,6 +48,14 @@ const ops = (maxCost: number, maxAdvanceUs: number) =>
           us: fc.integer({ min: 0, max: maxAdvanceUs }),
         }),
       },
+      {
+        // The server clock steps back now and then (NTP, a failover to a server behind).
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('advance' as const),
+          us: fc.integer({ min: -Math.floor(maxAdvanceUs / 4), max: -1 }),
+        }),
+      },
     ),
     { minLength: 1, maxLength: 25 },
   );

@@ -153,7 +153,7 @@ describe('invalid input is rejected before Redis (S11)', () => {
       assert.equal(error.code, 'SLUICE_INVALID_INPUT');
       assert.equal(
         error.message,
-        'policy.limit must be a positive safe integer; received number 0',
+        'policy.limit must be an integer from 1 to 1125899906842624; received number 0',
       );
     }
   });
