@@ -75,6 +75,13 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
     script: spec.script,
     ...extra,
     args: (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)]),
+    // Logs and JSON show the policy, not its Lua source.
+    toJSON: () => ({
+      algorithm: spec.algorithm,
+      limit: spec.limit,
+      version: spec.version,
+      ...extra,
+    }),
     denialHold: (decision: Decision, cost: number): DenialHold | undefined => {
       if (fullUntilReset && decision.remaining === 0 && decision.resetMs > 0) {
         return { ms: decision.resetMs, anyCost: true };

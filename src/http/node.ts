@@ -200,15 +200,18 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
 
 /**
  * Wraps a request handler: the handler runs only for admitted requests. An error thrown
- * (or a promise rejected) by `identify`, the guard or the handler answers `500` when no
- * response was sent yet, and is passed to `onError` when given.
+ * (or a promise rejected) by `identify`, a `cost` function (or the cost it returns, when
+ * invalid), the guard or the handler answers `500` when no response was sent yet, and is
+ * passed to `onError` when given. The returned listener carries the guard's `counts`.
  */
 export function withRateLimit(
   options: NodeRateLimitOptions & { readonly onError?: (error: unknown) => void },
   handler: (req: IncomingMessage, res: ServerResponse) => unknown,
-): (req: IncomingMessage, res: ServerResponse) => void {
+): ((req: IncomingMessage, res: ServerResponse) => void) & {
+  readonly counts: Readonly<Record<HttpOutcome, number>>;
+} {
   const guard = nodeRateLimit(options);
-  return (req, res) => {
+  const listener = (req: IncomingMessage, res: ServerResponse): void => {
     guard(req, res)
       .then((admitted) => (admitted ? handler(req, res) : undefined))
       .catch((error: unknown) => {
@@ -229,6 +232,7 @@ export function withRateLimit(
         });
       });
   };
+  return Object.assign(listener, { counts: guard.counts });
 }
 
 /** Writes a response spec, unless headers were already sent. */

@@ -146,7 +146,10 @@ export async function createRedisClient(options: CreateRedisClientOptions = {}) 
     socket,
     commandOptions: { timeout: commandTimeoutMs === 0 ? undefined : commandTimeoutMs },
   });
-  client.on('error', options.onError ?? throttledWarning());
+  // The default warning starts after the first connection: before it, the rejection of
+  // `createRedisClient` carries the error.
+  const warn = throttledWarning();
+  client.on('error', options.onError ?? ((error: Error) => connected && warn(error)));
   client.on('ready', () => {
     connected = true;
   });

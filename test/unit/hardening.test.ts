@@ -148,3 +148,27 @@ describe('bounds on options', () => {
     }
   });
 });
+
+describe('what users see', () => {
+  it('the listener withRateLimit returns carries the outcome counts', async () => {
+    const { withRateLimit } = await import('../../src/http/node.js');
+    const limiter = new RateLimiter({ store: { evalScript: ok } });
+    const listener = withRateLimit(
+      { limiter, policy, route: 'POST/orders', identify: () => 'acme' },
+      () => {},
+    );
+    assert.deepEqual(listener.counts, {
+      allowed: 0,
+      limited: 0,
+      'fail-closed': 0,
+      'fail-open': 0,
+      'fail-open-limited': 0,
+      unidentified: 0,
+    });
+  });
+
+  it('a policy in JSON shows its parameters, not its Lua source', () => {
+    const json = JSON.parse(JSON.stringify(policy));
+    assert.deepEqual(json, { algorithm: 'fixed-window', limit: 10, version: '1', windowMs: 1000 });
+  });
+});
