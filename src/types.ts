@@ -16,19 +16,23 @@ export interface Scope {
 }
 
 /**
- * The answer to one `take`. A denial is a value, not an error.
+ * The answer to one `take`, the same shape for every policy. A denial is a value, not an
+ * error. Times are whole milliseconds.
  *
- * For the fixed window:
- * - `allowed`: the cost was admitted and counted.
- * - `remaining`: units still admissible in the current window after this decision, an
- *   integer in `[0, limit]`.
- * - `limit`: the policy's limit.
- * - `resetMs`: milliseconds until the current window ends and the counter is gone (0 when
- *   there is no window, e.g. a denied oversize cost on a fresh scope).
- * - `retryAfterMs`: 0 when allowed; when denied, the milliseconds after which the same cost
- *   succeeds absent other traffic: `resetMs + 1`, since Redis expires a key only once its
- *   expiry time has passed; `Infinity` when the cost is larger than the limit and can
- *   never be admitted.
+ * - `allowed`: the cost was admitted and counted. A denied take changes nothing.
+ * - `remaining`: units that could still pass now, after this decision, an integer in
+ *   `[0, limit]` — in the current window (fixed window), in the sliding window (log,
+ *   counter: by the weighted estimate), whole tokens (token bucket), the burst left (GCRA).
+ * - `limit`: the policy's limit (the capacity of a token bucket, the burst of a GCRA).
+ * - `resetMs`: ms until the scope is back to a clean state: the window ends (fixed window;
+ *   0 when there is none, e.g. a denied oversize cost on a fresh scope), the window holds
+ *   nothing (log), both windows are empty (counter), the bucket is full (token bucket), the
+ *   full burst is available (GCRA).
+ * - `retryAfterMs`: 0 when allowed; when denied, the ms after which the same cost succeeds
+ *   absent other traffic, exactly (one ms earlier fails) — for the fixed window
+ *   `resetMs + 1`, since Redis expires a key only once its expiry time has passed;
+ *   `Infinity` when the cost is larger than the policy can ever admit (`JSON.stringify`
+ *   writes it as `null`).
  */
 export interface Decision {
   readonly allowed: boolean;
