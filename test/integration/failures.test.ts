@@ -207,6 +207,50 @@ describe('failures are typed, bounded and never "allowed"', () => {
     assert.equal(limiter.stats().inFlight, 0);
   });
 
+  it('maxmemory reached under noeviction → StoreError OOM, never allowed', async () => {
+    const server = await startRedisServer([
+      '--maxmemory',
+      '4mb',
+      '--maxmemory-policy',
+      'noeviction',
+    ]);
+    ownServers.push(server);
+    const client = await redis.client({ url: server.url });
+    const limiter = new RateLimiter({ client, timeoutMs: 1000 });
+    // Fill memory with ever smaller values until even a tiny write is refused.
+    let n = 0;
+    for (const size of [512 * 1024, 16 * 1024, 512, 16]) {
+      for (let i = 0; i < 100_000; i++) {
+        const full = await client.set(`filler:${n++}`, 'x'.repeat(size)).then(
+          () => false,
+          (error: Error) => error.message.startsWith('OOM'),
+        );
+        if (full) break;
+      }
+    }
+    const error = await limiter
+      .take({ tenant: randomTenant(), route }, policy)
+      .catch((e: unknown) => e);
+    assert.ok(error instanceof StoreError, String(error));
+    assert.equal(error.redisCode, 'OOM');
+    assert.equal(limiter.stats().allowed, 0);
+  });
+
+  it('DEBUG SLEEP (Redis busy) longer than the deadline → TimeoutError at the deadline', async () => {
+    const server = await startRedisServer(['--enable-debug-command', 'yes']);
+    ownServers.push(server);
+    const client = await redis.client({ url: server.url });
+    const admin = await redis.client({ url: server.url });
+    const limiter = new RateLimiter({ client, timeoutMs: 150 });
+    const sleeping = admin.sendCommand(['DEBUG', 'SLEEP', '1']);
+    await sleep(20);
+    const started = performance.now();
+    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), TimeoutError);
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed >= 145 && elapsed < 450, `timed out after ${elapsed.toFixed(0)} ms`);
+    await sleeping;
+  });
+
   it('every failure is a SluiceError with a stable code', async () => {
     const client = await redis.client();
     const limiter = new RateLimiter({ client });
