@@ -1,0 +1,188 @@
+/**
+ * Property-based fuzzing of the public API (fast-check): arbitrary values thrown at `take`,
+ * the policy builders and the HTTP guard give a valid decision or a typed error — never a
+ * crash, an untyped error, a synchronous throw, or (for invalid input) a write to Redis.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server } from 'node:http';
+import { after, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { gcra } from '../../src/algorithms/gcra.js';
+import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
+import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
+import { InvalidInputError, isSluiceError } from '../../src/errors.js';
+import { withRateLimit } from '../../src/http/node.js';
+import { RateLimiter } from '../../src/limiter.js';
+import type { Decision } from '../../src/types.js';
+import { commandCalls, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const servers: Server[] = [];
+after(() => {
+  for (const server of servers) server.close();
+});
+
+/** Anything at all, with the shapes that have broken libraries before. */
+const anything = fc.oneof(
+  fc.anything(),
+  fc.string({ maxLength: 70_000 }),
+  fc.string({ unit: 'binary', maxLength: 64 }),
+  fc.constantFrom(
+    '',
+    '__proto__',
+    'constructor',
+    '{}',
+    '*',
+    '\ud800',
+    'ten{ant}x',
+    -0,
+    2 ** 53,
+    Number.NaN,
+    Infinity,
+  ),
+  fc.dictionary(
+    fc.constantFrom('__proto__', 'tenant', 'route', 'cost', 'limit', 'windowMs'),
+    fc.anything(),
+  ),
+);
+
+const builders = [
+  (o: unknown) => fixedWindow(o as never),
+  (o: unknown) => slidingWindowLog(o as never),
+  (o: unknown) => slidingWindowCounter(o as never),
+  (o: unknown) => tokenBucket(o as never),
+  (o: unknown) => gcra(o as never),
+];
+
+function validDecision(d: Decision): boolean {
+  return (
+    typeof d.allowed === 'boolean' &&
+    Number.isInteger(d.remaining) &&
+    d.remaining >= 0 &&
+    d.remaining <= d.limit &&
+    d.resetMs >= 0 &&
+    (d.retryAfterMs === Number.POSITIVE_INFINITY ||
+      (Number.isInteger(d.retryAfterMs) && d.retryAfterMs >= 0))
+  );
+}
+
+describe('fuzzing the public API', () => {
+  it('policy builders: a frozen policy or InvalidInputError, nothing else', () => {
+    fc.assert(
+      fc.property(fc.nat(builders.length - 1), anything, (i, options) => {
+        try {
+          const policy = (builders[i] as (o: unknown) => unknown)(options);
+          assert.ok(Object.isFrozen(policy));
+        } catch (error) {
+          assert.ok(error instanceof InvalidInputError, String(error));
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('take: a valid decision or a typed error, never a synchronous throw; invalid input sends nothing', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz' });
+    const admin = await redis.admin();
+    const policies = [
+      fixedWindow({ limit: 5, windowMs: 60_000 }),
+      tokenBucket({ capacity: 5, refillIntervalMs: 1000 }),
+      gcra({ limit: 5, periodMs: 1000 }),
+    ];
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(anything, fc.record({ tenant: anything, route: anything })),
+        fc.oneof(
+          fc.nat(policies.length - 1).map((i) => policies[i]),
+          anything,
+        ),
+        fc.oneof(fc.constant(undefined), anything, fc.record({ cost: anything })),
+        async (scope, policy, options) => {
+          const before =
+            (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+          let pending: Promise<Decision>;
+          try {
+            pending = limiter.take(scope as never, policy as never, options as never);
+          } catch (error) {
+            assert.fail(`take threw synchronously: ${String(error)}`);
+          }
+          try {
+            assert.ok(validDecision(await pending));
+          } catch (error) {
+            if (error instanceof assert.AssertionError) throw error;
+            assert.ok(isSluiceError(error), String(error));
+            if (error instanceof InvalidInputError) {
+              const after =
+                (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+              assert.equal(after, before, 'invalid input reached Redis');
+            }
+          }
+        },
+      ),
+      { numRuns: 500 },
+    );
+    assert.equal(
+      limiter.stats().unavailable + limiter.stats().storeError + limiter.stats().timeout,
+      0,
+    );
+  });
+
+  it('HTTP guard: any identity, cost or header answers a clean status and never crashes the server', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz' });
+    let identity: unknown;
+    let cost: unknown;
+    let handled = 0;
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const listener = withRateLimit(
+      {
+        limiter,
+        policy: fixedWindow({ limit: 3, windowMs: 60_000 }),
+        route: 'POST/orders',
+        identify: () => identity as string,
+        cost: () => cost as number,
+      },
+      (_req, res) => {
+        handled++;
+        res.end('ok');
+      },
+    );
+    const server = createServer(listener);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/orders?x=1`;
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          anything,
+          anything,
+          fc.string({ maxLength: 200 }),
+          async (id, c, header) => {
+            identity = id;
+            cost = c;
+            const before = handled;
+            const res = await fetch(url, {
+              method: 'POST',
+              headers: {
+                'x-forwarded-for': header.replace(/[^\x20-\x7e]/g, ''),
+                'x-tenant': 'spoof',
+              },
+            });
+            await res.arrayBuffer();
+            assert.ok([200, 401, 429, 500, 503].includes(res.status), `status ${res.status}`);
+            if (res.status !== 200)
+              assert.equal(handled, before, 'the handler ran for a refused request');
+          },
+        ),
+        { numRuns: 300 },
+      );
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
