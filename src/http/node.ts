@@ -50,6 +50,8 @@ export interface HttpOutcomeEvent {
   readonly decision?: Decision;
   /** The limiter's error, for the failure outcomes. */
   readonly error?: unknown;
+  /** True on a shadow (record-only) route: the request went through whatever the outcome. */
+  readonly shadow?: boolean;
 }
 
 /** Options of {@link nodeRateLimit}. */
@@ -87,6 +89,20 @@ export interface NodeRateLimitOptions {
    * warning and never changes the response.
    */
   readonly onOutcome?: (event: HttpOutcomeEvent) => void;
+  /**
+   * Shadow (record-only) mode (S24): decide, count and report every outcome as usual, but
+   * never block — the handler runs even when the request would have been limited or the
+   * limiter failed. For trying a policy on live traffic before enforcing it; roll out by
+   * turning this off. A request without a verified identity is still answered `401`.
+   * Default `false`.
+   */
+  readonly shadow?: boolean;
+  /**
+   * With `shadow`, the name of a response header that carries the decision the route would
+   * have taken: `allowed`, `limited` or `unavailable` (e.g. `"x-ratelimit-shadow"`). Unset:
+   * no header.
+   */
+  readonly shadowHeader?: string;
 }
 
 /** `(req, res) => Promise<boolean>`: `true` lets the handler run; `false` means a response was sent. */
@@ -152,6 +168,26 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
     'fail-open-limited': 0,
     unidentified: 0,
   };
+  const shadow = options.shadow === true;
+  const shadowHeader = options.shadowHeader;
+  if (
+    shadowHeader !== undefined &&
+    (typeof shadowHeader !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(shadowHeader))
+  ) {
+    throw new InvalidInputError(
+      'shadowHeader',
+      'a header name of 1–64 letters, digits or hyphens',
+      shadowHeader,
+    );
+  }
+  /** In shadow mode: mark the would-be decision and let the request through. */
+  const passInShadow = (
+    res: ServerResponse,
+    wouldBe: 'allowed' | 'limited' | 'unavailable',
+  ): boolean => {
+    if (shadowHeader !== undefined && !res.headersSent) res.setHeader(shadowHeader, wouldBe);
+    return true;
+  };
   const record = (event: HttpOutcomeEvent) => {
     counts[event.outcome]++;
     if (onOutcome === undefined) return;
@@ -180,18 +216,20 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
       // Bad input is a programming error, not an outage: never mask it as fail-open.
       if (isSluiceError(error, 'SLUICE_INVALID_INPUT')) throw error;
       if (fallback?.take(`${tenant}\u0000${route}`, cost)) {
-        record({ outcome: 'fail-open', route, error });
-        return true;
+        record({ outcome: 'fail-open', route, error, shadow });
+        return shadow ? passInShadow(res, 'unavailable') : true;
       }
-      record({ outcome: fallback ? 'fail-open-limited' : 'fail-closed', route, error });
+      record({ outcome: fallback ? 'fail-open-limited' : 'fail-closed', route, error, shadow });
+      if (shadow) return passInShadow(res, 'unavailable');
       send(res, unavailableResponse());
       return false;
     }
     if (decision.allowed) {
-      record({ outcome: 'allowed', route, decision });
-      return true;
+      record({ outcome: 'allowed', route, decision, shadow });
+      return shadow ? passInShadow(res, 'allowed') : true;
     }
-    record({ outcome: 'limited', route, decision });
+    record({ outcome: 'limited', route, decision, shadow });
+    if (shadow) return passInShadow(res, 'limited');
     send(res, limitedResponse(decision));
     return false;
   };

@@ -234,6 +234,59 @@ describe('node:http adapter', () => {
     assert.equal(limiter.stats().allowed + limiter.stats().limited, 0);
   });
 
+  it('shadow mode (S24): decides and counts, never blocks, and names the would-be decision', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
+      shadow: true,
+      shadowHeader: 'x-ratelimit-shadow',
+    });
+    const tenant = randomTenant();
+    const seen: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await fetch(`${a.url}/orders`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+      });
+      await res.arrayBuffer();
+      assert.equal(res.status, 200);
+      seen.push(res.headers.get('x-ratelimit-shadow') ?? '');
+    }
+    assert.deepEqual(seen, ['allowed', 'allowed', 'limited', 'limited', 'limited']);
+    assert.equal(a.handled(), 5);
+    assert.deepEqual(a.counts(), { allowed: 2, limited: 3 });
+  });
+
+  it('shadow mode with the limiter failing: the request goes through, counted, marked unavailable', async () => {
+    const client = await redis.client();
+    const limiter = new RateLimiter({ client });
+    const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
+      shadow: true,
+      shadowHeader: 'x-ratelimit-shadow',
+    });
+    client.destroy();
+    const res = await fetch(`${a.url}/orders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${issueToken(secret, randomTenant())}` },
+    });
+    await res.arrayBuffer();
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-ratelimit-shadow'), 'unavailable');
+    assert.deepEqual(a.counts(), { 'fail-closed': 1 });
+  });
+
+  it('a malformed shadow header name is refused when the guard is made', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    await assert.rejects(
+      app(limiter, fixedWindow({ limit: 1, windowMs: 1000 }), {
+        shadow: true,
+        shadowHeader: 'x bad',
+      }),
+      {
+        field: 'shadowHeader',
+      },
+    );
+  });
+
   it('an onOutcome that throws never changes the answer', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 1, windowMs: 60_000 }), {
