@@ -18,7 +18,14 @@ export function issueToken(secret: string, tenant: string): string {
 
 /** The verified tenant of a request, or `undefined` when its token is missing or forged. */
 export function verifiedTenant(secret: string, req: IncomingMessage): string | undefined {
-  const header = req.headers.authorization;
+  return tenantFromAuthorization(secret, req.headers.authorization);
+}
+
+/** The verified tenant of an `Authorization: Bearer <tenant>.<hmac>` value, or `undefined`. */
+export function tenantFromAuthorization(
+  secret: string,
+  header: string | null | undefined,
+): string | undefined {
   if (typeof header !== 'string' || !header.startsWith('Bearer ')) return undefined;
   const token = header.slice('Bearer '.length);
   const dot = token.lastIndexOf('.');

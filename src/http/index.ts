@@ -1,4 +1,4 @@
-/** HTTP integration: the framework-free mapping and the `node:http` adapter. */
+/** HTTP integration: the framework-free mapping and guard, the `node:http` and Fetch-API adapters. */
 export {
   type FailureMode,
   type HttpResponseSpec,
@@ -7,6 +7,13 @@ export {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
+export { type FetchRateLimit, type FetchRateLimitOptions, fetchRateLimit } from './fetch.js';
+export {
+  createGuard,
+  type Guard,
+  type GuardOptions,
+  type GuardVerdict,
+} from './guard.js';
 export { LocalWindow } from './local-window.js';
 export {
   type HttpOutcome,
