@@ -49,8 +49,12 @@ export interface GuardOptions<Req> {
   readonly limiter: RateLimiter;
   /** The server-side policy of this route (S3). */
   readonly policy: Policy;
-  /** The route template that names the quota, e.g. `"POST/orders"` — never the raw URL (S1). */
-  readonly route: string;
+  /**
+   * The route template that names the quota, e.g. `"POST/orders"` — never the raw URL
+   * (S1): a string, or a function of the request that returns the framework's route
+   * template (as the Express adapter does with `req.route.path`).
+   */
+  readonly route: string | ((req: Req) => string);
   /**
    * The verified tenant of the request, from the authenticated session (S2), or
    * `undefined` when there is none (answered `401`). Never a header or field the client
@@ -117,12 +121,17 @@ export type Guard<Req> = ((req: Req) => Promise<GuardVerdict>) & {
  *   `failOpenLimit` / with an invalid `failOpenWindowMs`, or a malformed `shadowHeader`.
  */
 export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
-  const { limiter, policy, route, identify, onOutcome } = options;
+  const { limiter, policy, identify, onOutcome } = options;
+  const routeOf = options.route;
   if (typeof limiter?.take !== 'function') {
     throw new InvalidInputError('limiter', 'a RateLimiter', limiter);
   }
-  if (typeof route !== 'string' || route.length === 0) {
-    throw new InvalidInputError('route', 'a non-empty route template such as "POST/orders"', route);
+  if (typeof routeOf !== 'function' && (typeof routeOf !== 'string' || routeOf.length === 0)) {
+    throw new InvalidInputError(
+      'route',
+      'a non-empty route template such as "POST/orders", or a function of the request',
+      routeOf,
+    );
   }
   if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
@@ -192,6 +201,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   };
 
   const guard = async (req: Req): Promise<GuardVerdict> => {
+    const route = typeof routeOf === 'function' ? routeOf(req) : routeOf;
     const tenant = await identify(req);
     if (typeof tenant !== 'string' || tenant.length === 0) {
       record({ outcome: 'unidentified', route });

@@ -1,4 +1,4 @@
-/** HTTP integration: the framework-free mapping and guard, the `node:http` and Fetch-API adapters. */
+/** HTTP integration: the framework-free mapping and guard; `node:http`, Express and Fetch-API adapters. */
 export {
   type FailureMode,
   type HttpResponseSpec,
@@ -7,6 +7,13 @@ export {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
+export {
+  type ExpressRateLimit,
+  type ExpressRateLimitOptions,
+  type ExpressRequestLike,
+  expressRateLimit,
+  expressRoute,
+} from './express.js';
 export { type FetchRateLimit, type FetchRateLimitOptions, fetchRateLimit } from './fetch.js';
 export {
   createGuard,
