@@ -1,4 +1,4 @@
-/** HTTP integration: the framework-free mapping and guard; `node:http`, Express and Fetch-API adapters. */
+/** HTTP integration: the framework-free mapping and guard; `node:http`, Express, Fastify and Fetch-API adapters. */
 export {
   type FailureMode,
   type HttpResponseSpec,
@@ -14,6 +14,11 @@ export {
   expressRateLimit,
   expressRoute,
 } from './express.js';
+export {
+  type FastifyRateLimitOptions,
+  type FastifyRouteRateLimit,
+  fastifyRateLimit,
+} from './fastify.js';
 export { type FetchRateLimit, type FetchRateLimitOptions, fetchRateLimit } from './fetch.js';
 export {
   createGuard,

@@ -1,0 +1,104 @@
+/**
+ * The Fastify 5 plugin on a real Fastify instance (`inject`), against a real Redis: routes
+ * opt in with `config.rateLimit`, the quota is named by the URL template, refused requests
+ * never reach the handler, failures are 503, shadow mode passes with its header.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import Fastify from 'fastify';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
+import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
+import { fastifyRateLimit } from '../../src/http/fastify.js';
+import { RateLimiter } from '../../src/limiter.js';
+import { randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const secret = 'fastify-secret';
+
+async function start(limiter: RateLimiter) {
+  const app = Fastify();
+  let handled = 0;
+  await app.register(fastifyRateLimit, {
+    limiter,
+    identify: (request) => tenantFromAuthorization(secret, request.headers.authorization),
+  });
+  app.post(
+    '/orders/:id',
+    { config: { rateLimit: { policy: fixedWindow({ limit: 2, windowMs: 60_000 }) } } },
+    async () => {
+      handled++;
+      return { ok: true };
+    },
+  );
+  app.post(
+    '/tokens',
+    {
+      config: {
+        rateLimit: {
+          policy: tokenBucket({ capacity: 1, refillIntervalMs: 60_000 }),
+          shadow: true,
+          shadowHeader: 'x-ratelimit-shadow',
+        },
+      },
+    },
+    async () => {
+      handled++;
+      return { ok: true };
+    },
+  );
+  app.get('/health', async () => ({ ok: true }));
+  await app.ready();
+  const post = (tenant: string, url: string) =>
+    app.inject({
+      method: 'POST',
+      url,
+      headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+    });
+  return { app, post, handled: () => handled };
+}
+
+describe('Fastify plugin', () => {
+  it('routes opt in with config.rateLimit; the URL template names the quota; refused requests never reach the handler', async () => {
+    const { app, post, handled } = await start(new RateLimiter({ client: await redis.client() }));
+    const tenant = randomTenant();
+    const statuses: number[] = [];
+    let limited: Awaited<ReturnType<typeof post>> | undefined;
+    for (const url of ['/orders/1?x=1', '/orders/2?x=2', '/orders/3']) {
+      const res = await post(tenant, url);
+      statuses.push(res.statusCode);
+      if (res.statusCode === 429) limited = res;
+    }
+    assert.deepEqual(statuses, [200, 200, 429]);
+    assert.ok(['60', '61'].includes(String(limited?.headers['retry-after'])));
+    assert.equal(JSON.parse(limited?.body ?? '{}').error, 'rate_limited');
+    assert.equal(handled(), 2);
+    assert.equal(
+      (await app.inject({ method: 'GET', url: '/health' })).statusCode,
+      200,
+      'unlimited routes untouched',
+    );
+    assert.equal((await app.inject({ method: 'POST', url: '/orders/1' })).statusCode, 401);
+    await app.close();
+  });
+
+  it('shadow route passes with the would-be decision; Redis unreachable → 503 + Retry-After: 1', async () => {
+    const client = await redis.client();
+    const { app, post, handled } = await start(new RateLimiter({ client }));
+    const tenant = randomTenant();
+    const shadow = [await post(tenant, '/tokens'), await post(tenant, '/tokens')];
+    assert.deepEqual(
+      shadow.map((r) => [r.statusCode, r.headers['x-ratelimit-shadow']]),
+      [
+        [200, 'allowed'],
+        [200, 'limited'],
+      ],
+    );
+    client.destroy();
+    const down = await post(tenant, '/orders/1');
+    assert.equal(down.statusCode, 503);
+    assert.equal(down.headers['retry-after'], '1');
+    assert.equal(handled(), 2);
+    await app.close();
+  });
+});
