@@ -1,4 +1,6 @@
 /** HTTP integration: the framework-free mapping and guard; `node:http`, Express, Fastify and Fetch-API adapters. */
+
+export { type ClientAddressOptions, clientAddressOf, foldAddress } from './client-address.js';
 export {
   type FailureMode,
   type HttpResponseSpec,
