@@ -33,6 +33,7 @@ export {
   type TokenBucketPolicy,
   tokenBucket,
 } from './algorithms/token-bucket.js';
+export { loadPolicies, policiesFrom, type RouteSettings } from './config/policies.js';
 export {
   InvalidInputError,
   isSluiceError,

@@ -6,7 +6,7 @@
  * `sluice demo` with an IPC channel; it reports `{ port }` once listening.
  */
 import { createServer } from 'node:http';
-import { fixedWindow } from '../algorithms/fixed-window.js';
+import { loadPolicies } from '../config/policies.js';
 import { withRateLimit } from '../http/node.js';
 import { RateLimiter } from '../limiter.js';
 import { createRedisClient } from '../stores/node-redis.js';
@@ -27,16 +27,20 @@ const limiter = new RateLimiter({
   timeoutMs: 150,
   maxInFlight: 1000,
 });
-const orders = fixedWindow({ limit: 10, windowMs: 1000 });
+// Policies come from configuration, validated once at start (examples/demo-policies.json).
+const policies = loadPolicies(new URL('../../examples/demo-policies.json', import.meta.url));
+const orders = policies.get('POST/orders');
+if (orders === undefined) throw new Error('examples/demo-policies.json has no POST/orders route');
 let handled = 0;
 
 const createOrder = withRateLimit(
   {
     limiter,
-    policy: orders,
-    route: 'POST/orders',
+    policy: orders.policy,
+    route: orders.route,
+    cost: orders.cost,
     identify: (req) => verifiedTenant(secret, req),
-    failureMode: 'fail-closed',
+    failureMode: orders.failureMode,
   },
   (_req, res) => {
     handled++;

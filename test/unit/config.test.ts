@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { loadPolicies, policiesFrom } from '../../src/config/policies.js';
+import { InvalidInputError } from '../../src/errors.js';
+
+describe('policies from configuration (zod)', () => {
+  it('builds every route’s policy and settings', () => {
+    const routes = policiesFrom({
+      routes: {
+        'POST/orders': { algorithm: 'fixed-window', limit: 10, windowMs: 1000 },
+        'GET/search/:q': {
+          algorithm: 'token-bucket',
+          capacity: 20,
+          refillTokens: 5,
+          refillIntervalMs: 1000,
+          failureMode: 'fail-open',
+          failOpenLimit: 10,
+          shadow: true,
+          version: 2,
+        },
+        'PUT/items': { algorithm: 'gcra', limit: 5, periodMs: 1000, burst: 2, cost: 2 },
+      },
+    });
+    assert.deepEqual([...routes.keys()], ['POST/orders', 'GET/search/:q', 'PUT/items']);
+    const search = routes.get('GET/search/:q');
+    assert.equal(search?.policy.algorithm, 'token-bucket');
+    assert.equal(search?.policy.version, '2');
+    assert.deepEqual(
+      [search?.failureMode, search?.failOpenLimit, search?.shadow],
+      ['fail-open', 10, true],
+    );
+    assert.deepEqual(
+      [routes.get('PUT/items')?.cost, routes.get('POST/orders')?.failureMode],
+      [2, 'fail-closed'],
+    );
+  });
+
+  const bad: [string, unknown, string][] = [
+    [
+      'a non-integer limit',
+      { routes: { 'POST/orders': { algorithm: 'fixed-window', limit: 1.5, windowMs: 1000 } } },
+      'routes["POST/orders"].limit',
+    ],
+    [
+      'an unknown algorithm',
+      { routes: { 'POST/orders': { algorithm: 'leaky', limit: 1 } } },
+      'routes["POST/orders"].algorithm',
+    ],
+    [
+      'an unknown field',
+      { routes: { 'POST/orders': { algorithm: 'gcra', limit: 1, periodMs: 1, burts: 2 } } },
+      'routes["POST/orders"]',
+    ],
+    [
+      'a raw URL as route',
+      { routes: { '/orders?x=1': { algorithm: 'fixed-window', limit: 1, windowMs: 1 } } },
+      'routes',
+    ],
+    [
+      'a __proto__ route',
+      JSON.parse('{"routes":{"__proto__":{"algorithm":"fixed-window","limit":1,"windowMs":1}}}'),
+      'routes',
+    ],
+    [
+      'fail-open without a local limit',
+      {
+        routes: {
+          'POST/orders': {
+            algorithm: 'fixed-window',
+            limit: 1,
+            windowMs: 1,
+            failureMode: 'fail-open',
+          },
+        },
+      },
+      'routes["POST/orders"].failOpenLimit',
+    ],
+    [
+      'a log limit over its cap',
+      {
+        routes: { 'POST/orders': { algorithm: 'sliding-window-log', limit: 20_000, windowMs: 1 } },
+      },
+      'routes["POST/orders"].limit',
+    ],
+    ['no routes at all', {}, 'routes'],
+  ];
+  for (const [label, config, field] of bad) {
+    it(`${label} → InvalidInputError naming ${field}`, () => {
+      assert.throws(
+        () => policiesFrom(config),
+        (error: unknown) => error instanceof InvalidInputError && error.field.startsWith(field),
+      );
+    });
+  }
+
+  it('the demo’s policy file loads', () => {
+    const routes = loadPolicies(new URL('../../examples/demo-policies.json', import.meta.url));
+    assert.equal(routes.get('POST/orders')?.policy.limit, 10);
+    assert.throws(() => loadPolicies('/nonexistent/policies.json'), { field: 'config' });
+  });
+});
