@@ -70,6 +70,7 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
       version,
       maxCost: limit,
       script,
+      quotaWindowMs: windowMs,
       params: [limit, windowMs],
       fullUntilReset: true,
     },

@@ -89,6 +89,7 @@ export function gcra(options: GcraOptions): GcraPolicy {
       version,
       maxCost: burst,
       script: gcraScript,
+      quotaWindowMs: Math.ceil((burst * emissionIntervalUs) / 1000),
       params: [emissionIntervalUs, burst],
     },
     { algorithm: 'gcra' as const, periodMs, burst, emissionIntervalUs },

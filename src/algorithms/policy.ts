@@ -20,6 +20,12 @@ export interface Policy {
   readonly version: string;
   /** The largest cost this policy can ever admit. */
   readonly maxCost: number;
+  /**
+   * The time over which `limit` units are allotted, in ms: the window, or for a token
+   * bucket / GCRA the time a full burst takes to come back. Advertised as the `w` of the
+   * `RateLimit-Policy` header.
+   */
+  readonly quotaWindowMs: number;
   /** @internal The script that decides. */
   readonly script: LuaScript;
   /** @internal ARGV for one take of `cost` units. */
@@ -46,6 +52,7 @@ export interface PolicySpec {
   readonly limit: number;
   readonly version: string;
   readonly maxCost: number;
+  readonly quotaWindowMs: number;
   readonly script: LuaScript;
   /** The script's ARGV before the cost, in order. */
   readonly params: readonly number[];
@@ -72,6 +79,7 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
     limit: spec.limit,
     version: spec.version,
     maxCost: spec.maxCost,
+    quotaWindowMs: spec.quotaWindowMs,
     script: spec.script,
     ...extra,
     args: (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)]),

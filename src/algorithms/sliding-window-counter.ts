@@ -64,6 +64,7 @@ export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWind
       version,
       maxCost: limit,
       script: slidingWindowCounterScript,
+      quotaWindowMs: windowMs,
       params: [limit, windowMs],
     },
     { algorithm: 'sliding-window-counter' as const, windowMs },

@@ -65,6 +65,7 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
       version,
       maxCost: limit,
       script: slidingWindowLogScript,
+      quotaWindowMs: windowMs,
       params: [limit, windowMs],
     },
     { algorithm: 'sliding-window-log' as const, windowMs },

@@ -81,6 +81,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
       version,
       maxCost: capacity,
       script: tokenBucketScript,
+      quotaWindowMs: Math.ceil((capacity * refillIntervalMs) / refillTokens),
       params: [capacity, refillTokens, refillIntervalMs],
     },
     { algorithm: 'token-bucket' as const, capacity, refillTokens, refillIntervalMs },

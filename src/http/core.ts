@@ -77,3 +77,51 @@ export function unidentifiedResponse(): HttpResponseSpec {
     body: JSON.stringify({ error: 'unauthenticated', message: 'no verified identity' }),
   };
 }
+
+/** Which rate-limit header sets a route sends (see {@link rateLimitHeaders}). */
+export interface HeaderOptions {
+  /**
+   * The IETF `RateLimit-Policy` and `RateLimit` fields, in the syntax of
+   * draft-ietf-httpapi-ratelimit-headers-08 (Structured Field items: a quoted policy name
+   * with `q` quota units per `w` seconds; `r` remaining and `t` seconds to reset). Default
+   * `true`.
+   */
+  readonly standard?: boolean;
+  /**
+   * The legacy `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`
+   * (`Reset` in delta seconds, never an epoch), which many clients still read. Default
+   * `false`.
+   */
+  readonly legacy?: boolean;
+}
+
+/**
+ * The rate-limit headers of a decision, for any policy: the quota is `decision.limit` per
+ * `quotaWindowMs` (rounded up to seconds); `r` is `remaining`; `t` / `Reset` is the delta in
+ * seconds until the scope is clean again — on a denial, the same instant as `Retry-After`.
+ * Sent only with a real decision: a limiter failure never invents values.
+ */
+export function rateLimitHeaders(
+  decision: Decision,
+  policyName: string,
+  quotaWindowMs: number,
+  options: HeaderOptions = {},
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const resetSeconds =
+    !decision.allowed && Number.isFinite(decision.retryAfterMs)
+      ? retryAfterSeconds(decision.retryAfterMs)
+      : Math.ceil(Math.max(decision.resetMs, 0) / 1000);
+  if (options.standard ?? true) {
+    const name = JSON.stringify(policyName.replace(/[^\x20-\x7e]|["\\]/g, '_'));
+    headers['ratelimit-policy'] =
+      `${name};q=${decision.limit};w=${Math.max(1, Math.ceil(quotaWindowMs / 1000))}`;
+    headers.ratelimit = `${name};r=${decision.remaining};t=${resetSeconds}`;
+  }
+  if (options.legacy === true) {
+    headers['x-ratelimit-limit'] = String(decision.limit);
+    headers['x-ratelimit-remaining'] = String(decision.remaining);
+    headers['x-ratelimit-reset'] = String(resetSeconds);
+  }
+  return headers;
+}

@@ -10,8 +10,10 @@ import type { Decision } from '../types.js';
 import { optionalPositiveInteger, positiveSafeInteger } from '../validate.js';
 import {
   type FailureMode,
+  type HeaderOptions,
   type HttpResponseSpec,
   limitedResponse,
+  rateLimitHeaders,
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
@@ -97,6 +99,12 @@ export interface GuardOptions<Req> {
    * no header.
    */
   readonly shadowHeader?: string;
+  /**
+   * Rate-limit headers on decided responses (admitted and `429`): `HeaderOptions`, or
+   * `false` for none. Default: the IETF `RateLimit-Policy` / `RateLimit` fields. Never sent
+   * when the limiter failed (no invented values) nor in shadow mode.
+   */
+  readonly headers?: HeaderOptions | false;
 }
 
 /** What the guard decided for one request. */
@@ -184,6 +192,13 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     );
   }
   const PASS: GuardVerdict = { pass: true, headers: {} };
+  const headerOptions = options.headers ?? {};
+  const headersOf = (decision: Decision, route: string): Record<string, string> =>
+    headerOptions === false
+      ? {}
+      : rateLimitHeaders(decision, route, policy.quotaWindowMs, headerOptions);
+  const withHeaders = (decision: Decision, route: string): GuardVerdict =>
+    headerOptions === false ? PASS : { pass: true, headers: headersOf(decision, route) };
   /** In shadow mode: let the request through, marked with the would-be decision. */
   const passInShadow = (wouldBe: 'allowed' | 'limited' | 'unavailable'): GuardVerdict =>
     shadowHeader === undefined ? PASS : { pass: true, headers: { [shadowHeader]: wouldBe } };
@@ -225,10 +240,15 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     }
     if (decision.allowed) {
       record({ outcome: 'allowed', route, decision, shadow });
-      return shadow ? passInShadow('allowed') : PASS;
+      return shadow ? passInShadow('allowed') : withHeaders(decision, route);
     }
     record({ outcome: 'limited', route, decision, shadow });
-    return shadow ? passInShadow('limited') : { pass: false, response: limitedResponse(decision) };
+    if (shadow) return passInShadow('limited');
+    const response = limitedResponse(decision);
+    return {
+      pass: false,
+      response: { ...response, headers: { ...response.headers, ...headersOf(decision, route) } },
+    };
   };
   return Object.assign(guard, { counts });
 }

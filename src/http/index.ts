@@ -3,8 +3,10 @@
 export { type ClientAddressOptions, clientAddressOf, foldAddress } from './client-address.js';
 export {
   type FailureMode,
+  type HeaderOptions,
   type HttpResponseSpec,
   limitedResponse,
+  rateLimitHeaders,
   retryAfterSeconds,
   unavailableResponse,
   unidentifiedResponse,

@@ -234,6 +234,64 @@ describe('node:http adapter', () => {
     assert.equal(limiter.stats().allowed + limiter.stats().limited, 0);
   });
 
+  it('RateLimit-Policy / RateLimit (draft-08) on admitted and limited responses; t matches Retry-After', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
+      headers: { legacy: true },
+    });
+    const tenant = randomTenant();
+    const send = () =>
+      fetch(`${a.url}/orders`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+      });
+    const first = await send();
+    await first.arrayBuffer();
+    assert.equal(first.headers.get('ratelimit-policy'), '"POST/orders";q=2;w=60');
+    assert.match(first.headers.get('ratelimit') ?? '', /^"POST\/orders";r=1;t=(59|60)$/);
+    assert.equal(first.headers.get('x-ratelimit-limit'), '2');
+    assert.equal(first.headers.get('x-ratelimit-remaining'), '1');
+    assert.ok(
+      Number(first.headers.get('x-ratelimit-reset')) <= 60,
+      'Reset is delta seconds, never an epoch',
+    );
+    await (await send()).arrayBuffer();
+    const limited = await send();
+    await limited.arrayBuffer();
+    assert.equal(limited.status, 429);
+    const t = /;t=(\d+)$/.exec(limited.headers.get('ratelimit') ?? '')?.[1];
+    assert.equal(t, limited.headers.get('retry-after'));
+    assert.match(limited.headers.get('ratelimit') ?? '', /;r=0;/);
+  });
+
+  it('no rate-limit headers with headers: false, and none invented when the limiter failed', async () => {
+    const client = await redis.client();
+    const quiet = await app(
+      new RateLimiter({ client }),
+      fixedWindow({ limit: 2, windowMs: 60_000 }),
+      { headers: false },
+    );
+    const ok = await fetch(`${quiet.url}/orders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${issueToken(secret, randomTenant())}` },
+    });
+    await ok.arrayBuffer();
+    assert.equal(ok.headers.get('ratelimit'), null);
+    client.destroy();
+    const failing = await app(
+      new RateLimiter({ client }),
+      fixedWindow({ limit: 2, windowMs: 60_000 }),
+    );
+    const down = await fetch(`${failing.url}/orders`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${issueToken(secret, randomTenant())}` },
+    });
+    await down.arrayBuffer();
+    assert.equal(down.status, 503);
+    assert.equal(down.headers.get('ratelimit'), null);
+    assert.equal(down.headers.get('ratelimit-policy'), null);
+  });
+
   it('shadow mode (S24): decides and counts, never blocks, and names the would-be decision', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
