@@ -74,3 +74,17 @@ export async function commandCalls(client: Client, command: string): Promise<num
 export function randomTenant(): string {
   return `t-${Math.random().toString(36).slice(2)}-${Date.now()}`;
 }
+
+/** Fills a `maxmemory` server with ever smaller values until even a tiny write is refused (OOM). */
+export async function fillMemory(client: Client): Promise<void> {
+  let n = 0;
+  for (const size of [512 * 1024, 16 * 1024, 512, 16]) {
+    for (let i = 0; i < 100_000; i++) {
+      const full = await client.set(`filler:${n++}`, 'x'.repeat(size)).then(
+        () => false,
+        (error: Error) => error.message.startsWith('OOM'),
+      );
+      if (full) break;
+    }
+  }
+}

@@ -16,7 +16,7 @@ import { isSluiceError } from '../../src/errors.js';
 import { withRateLimit } from '../../src/http/node.js';
 import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
-import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, fillMemory, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const TIMEOUT_MS = 150;
@@ -161,18 +161,7 @@ const ROWS: Row[] = [
       return {
         client,
         tenant: randomTenant(),
-        inject: async () => {
-          let n = 0;
-          for (const size of [512 * 1024, 16 * 1024, 512, 16]) {
-            for (let i = 0; i < 100_000; i++) {
-              const full = await client.set(`filler:${n++}`, 'x'.repeat(size)).then(
-                () => false,
-                (error: Error) => error.message.startsWith('OOM'),
-              );
-              if (full) break;
-            }
-          }
-        },
+        inject: () => fillMemory(client),
       };
     },
   },
