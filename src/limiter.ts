@@ -326,8 +326,10 @@ export class RateLimiter {
       return Promise.reject(error);
     }
     const denials = engine.denials;
-    // The cache is keyed by the scope's text, so a cached denial costs no hashing.
-    const localKey = `${compiled.prefix}${tenant.length}:${tenant}${route}`;
+    // The cache is keyed by the scope's text, so a cached denial costs no hashing
+    // (and without a cache the key is never built).
+    const localKey =
+      denials === undefined ? '' : `${compiled.prefix}${tenant.length}:${tenant}${route}`;
     if (denials !== undefined && denials.size > 0) {
       const cacheNow = engine.clock();
       const held = denials.get(localKey, cacheNow);

@@ -11,9 +11,16 @@
  * per decision; GET + PTTL when denied, GET + INCRBY + PTTL (+ PEXPIRE on the first take)
  * when admitted.
  */
-import { InvalidInputError } from '../errors.js';
-import { positiveSafeInteger, readProperty } from '../validate.js';
-import { buildPolicy, MAX_LIMIT, MAX_WINDOW_MS, type Policy, policyVersion } from './policy.js';
+import { readProperty } from '../validate.js';
+import {
+  buildPolicy,
+  MAX_LIMIT,
+  MAX_WINDOW_MS,
+  type Policy,
+  policyInteger,
+  policyVersion,
+  requireObject,
+} from './policy.js';
 import { loadScript } from './script.js';
 import { numbers, type Twin } from './twin.js';
 
@@ -48,19 +55,9 @@ export interface FixedWindowPolicy extends Policy {
  *   `version` is malformed (field `policy.limit`, `policy.windowMs`, `policy.version`).
  */
 export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidInputError('policy', 'an object { limit, windowMs }', options);
-  }
-  const limit = positiveSafeInteger(
-    'policy.limit',
-    readProperty(options, 'limit', 'policy'),
-    MAX_LIMIT,
-  );
-  const windowMs = positiveSafeInteger(
-    'policy.windowMs',
-    readProperty(options, 'windowMs', 'policy'),
-    MAX_WINDOW_MS,
-  );
+  requireObject(options, '{ limit, windowMs }');
+  const limit = policyInteger(options, 'limit', MAX_LIMIT);
+  const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   const version = policyVersion(readProperty(options, 'version', 'policy'));
   return buildPolicy(
     {

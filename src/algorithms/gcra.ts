@@ -9,13 +9,14 @@
  * 1 µs per unit). Redis cost per decision: TIME + GET, plus SET … PX when admitted.
  */
 import { InvalidInputError } from '../errors.js';
-import { positiveSafeInteger, readProperty } from '../validate.js';
+import { readProperty } from '../validate.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  policyInteger,
   policyVersion,
   requireObject,
 } from './policy.js';
@@ -58,19 +59,9 @@ export interface GcraPolicy extends Policy {
  */
 export function gcra(options: GcraOptions): GcraPolicy {
   requireObject(options, '{ limit, periodMs }');
-  const limit = positiveSafeInteger(
-    'policy.limit',
-    readProperty(options, 'limit', 'policy'),
-    MAX_LIMIT,
-  );
-  const periodMs = positiveSafeInteger(
-    'policy.periodMs',
-    readProperty(options, 'periodMs', 'policy'),
-    MAX_WINDOW_MS,
-  );
-  const givenBurst = readProperty(options, 'burst', 'policy');
-  const burst =
-    givenBurst === undefined ? limit : positiveSafeInteger('policy.burst', givenBurst, MAX_LIMIT);
+  const limit = policyInteger(options, 'limit', MAX_LIMIT);
+  const periodMs = policyInteger(options, 'periodMs', MAX_WINDOW_MS);
+  const burst = policyInteger(options, 'burst', MAX_LIMIT, limit);
   const emissionIntervalUs = ceilDiv(periodMs * 1000, limit);
   // TAT stays below now (~2^50.6 µs) + 2 × burst × T: keep that under 2^53.
   if (burst * emissionIntervalUs > 2 ** 51) {

@@ -3,6 +3,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { Decision } from '../types.js';
+import { positiveSafeInteger, readProperty } from '../validate.js';
 import type { LuaScript } from './script.js';
 
 /**
@@ -140,6 +141,21 @@ export function requireObject(options: unknown, shape: string): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidInputError('policy', `an object ${shape}`, options);
   }
+}
+
+/**
+ * Reads `options[name]` once and checks it is an integer from 1 to `max`; errors name
+ * `policy.<name>`. With `fallback`, an absent field takes that value.
+ */
+export function policyInteger(
+  options: object,
+  name: string,
+  max: number,
+  fallback?: number,
+): number {
+  const value = readProperty(options, name, 'policy');
+  if (value === undefined && fallback !== undefined) return fallback;
+  return positiveSafeInteger(`policy.${name}`, value, max);
 }
 
 /** Throws unless `a × b` stays a safe integer (exact arithmetic in the scripts). */

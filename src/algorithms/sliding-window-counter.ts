@@ -8,13 +8,14 @@
  * in the worst case — and when bunched at its start, less. The conformance tests measure it.
  * Redis cost per decision: TIME + HMGET, plus HSET + PEXPIRE when admitted.
  */
-import { positiveSafeInteger, readProperty } from '../validate.js';
+import { readProperty } from '../validate.js';
 import { floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  policyInteger,
   policyVersion,
   requireObject,
   requireProduct,
@@ -44,16 +45,8 @@ export interface SlidingWindowCounterPolicy extends Policy {
  */
 export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWindowCounterPolicy {
   requireObject(options, '{ limit, windowMs }');
-  const limit = positiveSafeInteger(
-    'policy.limit',
-    readProperty(options, 'limit', 'policy'),
-    MAX_LIMIT,
-  );
-  const windowMs = positiveSafeInteger(
-    'policy.windowMs',
-    readProperty(options, 'windowMs', 'policy'),
-    MAX_WINDOW_MS,
-  );
+  const limit = policyInteger(options, 'limit', MAX_LIMIT);
+  const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   requireProduct('policy.limit', limit, windowMs, 'limit × windowMs');
   const version = policyVersion(readProperty(options, 'version', 'policy'));
   return buildPolicy(

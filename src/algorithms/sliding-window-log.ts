@@ -7,8 +7,15 @@
  * ZREMRANGEBYSCORE, ZCARD, one ZRANGE (the newest entry; another for a denial's retry
  * time), and ZADD + PEXPIRE when admitted.
  */
-import { positiveSafeInteger, readProperty } from '../validate.js';
-import { buildPolicy, MAX_WINDOW_MS, type Policy, policyVersion, requireObject } from './policy.js';
+import { readProperty } from '../validate.js';
+import {
+  buildPolicy,
+  MAX_WINDOW_MS,
+  type Policy,
+  policyInteger,
+  policyVersion,
+  requireObject,
+} from './policy.js';
 import { loadScript } from './script.js';
 import { numbers, type Twin } from './twin.js';
 
@@ -46,16 +53,8 @@ export interface SlidingWindowLogPolicy extends Policy {
  */
 export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLogPolicy {
   requireObject(options, '{ limit, windowMs }');
-  const limit = positiveSafeInteger(
-    'policy.limit',
-    readProperty(options, 'limit', 'policy'),
-    MAX_LOG_LIMIT,
-  );
-  const windowMs = positiveSafeInteger(
-    'policy.windowMs',
-    readProperty(options, 'windowMs', 'policy'),
-    MAX_WINDOW_MS,
-  );
+  const limit = policyInteger(options, 'limit', MAX_LOG_LIMIT);
+  const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   const version = policyVersion(readProperty(options, 'version', 'policy'));
   return buildPolicy(
     {

@@ -9,13 +9,14 @@
  * Redis cost: one hash per scope (two fields), alive only until the bucket is full again;
  * per decision TIME + HMGET, plus HSET + PEXPIRE when admitted.
  */
-import { positiveSafeInteger, readProperty } from '../validate.js';
+import { readProperty } from '../validate.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  policyInteger,
   policyVersion,
   requireObject,
   requireProduct,
@@ -58,19 +59,9 @@ export interface TokenBucketPolicy extends Policy {
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   requireObject(options, '{ capacity, refillIntervalMs }');
-  const capacity = positiveSafeInteger(
-    'policy.capacity',
-    readProperty(options, 'capacity', 'policy'),
-    MAX_LIMIT,
-  );
-  const refill = readProperty(options, 'refillTokens', 'policy');
-  const refillTokens =
-    refill === undefined ? 1 : positiveSafeInteger('policy.refillTokens', refill);
-  const refillIntervalMs = positiveSafeInteger(
-    'policy.refillIntervalMs',
-    readProperty(options, 'refillIntervalMs', 'policy'),
-    MAX_WINDOW_MS,
-  );
+  const capacity = policyInteger(options, 'capacity', MAX_LIMIT);
+  const refillTokens = policyInteger(options, 'refillTokens', Number.MAX_SAFE_INTEGER, 1);
+  const refillIntervalMs = policyInteger(options, 'refillIntervalMs', MAX_WINDOW_MS);
   requireProduct('policy.capacity', capacity, refillIntervalMs, 'capacity × refillIntervalMs');
   const version = policyVersion(readProperty(options, 'version', 'policy'));
   return buildPolicy(
