@@ -10,6 +10,7 @@ import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
 import { MAX_TIMER_MS } from '../validate.js';
+import { watchForStalls } from './stall-watchdog.js';
 import type { ScriptStore } from './store.js';
 
 /** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
@@ -105,6 +106,19 @@ export interface CreateRedisClientOptions {
    * arms no timer per command (measured: about 30 µs less CPU per decision at concurrency 1).
    */
   readonly commandTimeoutMs?: number;
+  /**
+   * Recycle a connection that has stopped answering, in ms (default 2000; `0` turns the
+   * watchdog off). A `PING` is kept outstanding, one every `stallTimeoutMs / 2`; when one stays
+   * unanswered this long, or a new connection's handshake does, the connection is destroyed —
+   * every pending command is rejected, so every `maxInFlight` slot is freed — and, with
+   * `reconnect`, opened again. Without it, a black-holed connection holds its commands until
+   * the kernel gives up on it, minutes later. Each recycle is reported to `onError` (an
+   * {@link UnavailableError} whose message starts "Redis connection stalled") and `onStall`.
+   * Keep it well above the slowest reply you expect (a `DEBUG SLEEP`, a long script).
+   */
+  readonly stallTimeoutMs?: number;
+  /** Called once per recycled (stalled) connection, with the error also given to `onError`. */
+  readonly onStall?: (error: UnavailableError) => void;
 }
 
 /**
@@ -140,6 +154,18 @@ export async function createRedisClient(options: CreateRedisClientOptions = {}) 
       commandTimeoutMs,
     );
   }
+  const stallTimeoutMs = options.stallTimeoutMs ?? 2000;
+  if (
+    !Number.isSafeInteger(stallTimeoutMs) ||
+    stallTimeoutMs < 0 ||
+    stallTimeoutMs > MAX_TIMER_MS
+  ) {
+    throw new InvalidInputError(
+      'stallTimeoutMs',
+      `an integer from 0 (off) to ${MAX_TIMER_MS}`,
+      stallTimeoutMs,
+    );
+  }
   const client = createClient({
     url: options.url ?? 'redis://127.0.0.1:6379',
     disableOfflineQueue: true,
@@ -149,7 +175,8 @@ export async function createRedisClient(options: CreateRedisClientOptions = {}) 
   // The default warning starts after the first connection: before it, the rejection of
   // `createRedisClient` carries the error.
   const warn = throttledWarning();
-  client.on('error', options.onError ?? ((error: Error) => connected && warn(error)));
+  const report = options.onError ?? ((error: Error) => connected && warn(error));
+  client.on('error', report);
   client.on('ready', () => {
     connected = true;
   });
@@ -158,6 +185,16 @@ export async function createRedisClient(options: CreateRedisClientOptions = {}) 
   } catch (error) {
     if (client.isOpen) client.destroy();
     throw toSluiceError(error);
+  }
+  if (stallTimeoutMs > 0) {
+    watchForStalls(client, {
+      stallTimeoutMs,
+      reconnect,
+      onStall: (error) => {
+        report(error);
+        options.onStall?.(error);
+      },
+    });
   }
   return client;
 }

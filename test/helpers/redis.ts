@@ -5,7 +5,7 @@
 import { after, before } from 'node:test';
 import { createClient } from 'redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
+import { type CreateRedisClientOptions, createRedisClient } from '../../src/stores/node-redis.js';
 
 export type Client = Awaited<ReturnType<typeof createRedisClient>>;
 
@@ -16,10 +16,16 @@ export interface RedisFixture {
    * A client set up like sluice's (no offline queue), destroyed after the file. `url`
    * defaults to the fixture's server; `reconnect` to false.
    */
-  client(options?: { reconnect?: boolean; url?: string }): Promise<Client>;
+  client(options?: ClientOptions): Promise<Client>;
   /** An ordinary client for inspecting state (GET, PTTL, INFO), closed after the file. */
   admin(): Promise<Client>;
 }
+
+/** Options of {@link RedisFixture.client}: those of `createRedisClient` that tests vary. */
+export type ClientOptions = Pick<
+  CreateRedisClientOptions,
+  'reconnect' | 'url' | 'stallTimeoutMs' | 'onStall' | 'onReconnect'
+>;
 
 /** Starts a private Redis before the file's tests and stops it (by pid) after them. */
 export function useRedis(extraArgs: string[] = []): RedisFixture {
@@ -40,6 +46,7 @@ export function useRedis(extraArgs: string[] = []): RedisFixture {
     },
     async client(options = {}) {
       const client = await createRedisClient({
+        ...options,
         url: options.url ?? fixture.server.url,
         reconnect: options.reconnect ?? false,
         onError: () => {}, // the tests assert on the typed outcomes instead

@@ -101,6 +101,33 @@ const ROWS: Row[] = [
     },
   },
   {
+    fault: 'network black hole, once the watchdog recycled the connection (`stallTimeoutMs`)',
+    outcome: 'SLUICE_UNAVAILABLE',
+    status: 503,
+    bound: 'at once',
+    arrange: async () => {
+      const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+      cleanups.push(() => proxy.close());
+      let stalls = 0;
+      const client = await redis.client({
+        url: `redis://127.0.0.1:${proxy.port}`,
+        reconnect: true,
+        stallTimeoutMs: 300,
+        onStall: () => {
+          stalls++;
+        },
+      });
+      return {
+        client,
+        tenant: randomTenant(),
+        inject: async () => {
+          proxy.mode = 'blackhole';
+          while (stalls === 0) await sleep(10);
+        },
+      };
+    },
+  },
+  {
     fault: 'replies delayed past the deadline (`CLIENT PAUSE`)',
     outcome: 'SLUICE_TIMEOUT',
     status: 503,

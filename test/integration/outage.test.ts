@@ -114,6 +114,10 @@ describe('bounded under outage', () => {
       );
       assert.ok(f.maxInFlight <= 500, `max in flight ${f.maxInFlight}`);
       assert.ok((f.outcomes.SLUICE_TIMEOUT ?? 0) > 0 && (f.outcomes.SLUICE_OVERLOAD ?? 0) > 0);
+      if (SECONDS >= 4) {
+        // The stall watchdog (stallTimeoutMs 2000) recycled the connection: calls failed fast.
+        assert.ok((f.outcomes.SLUICE_UNAVAILABLE ?? 0) > 0, 'the watchdog recycled the connection');
+      }
       assert.ok(f.heapGrowthMb < 20, `heap growth ${f.heapGrowthMb.toFixed(1)} MB`);
     } finally {
       await proxy.close();

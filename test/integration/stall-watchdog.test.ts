@@ -1,0 +1,156 @@
+/**
+ * The stall watchdog of `createRedisClient` (`stallTimeoutMs`): a connection whose traffic is
+ * black-holed keeps every written command pending — and so every `maxInFlight` slot held —
+ * until the kernel gives up on it. The watchdog recycles it so the slots free at once and
+ * calls fail fast, and reconnects once the path is back.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
+import { InvalidInputError, isSluiceError, type UnavailableError } from '../../src/errors.js';
+import { RateLimiter } from '../../src/limiter.js';
+import { createRedisClient } from '../../src/stores/node-redis.js';
+import { randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const proxies: TcpProxy[] = [];
+after(async () => {
+  for (const proxy of proxies) await proxy.close();
+});
+const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
+
+async function proxied(options: { stallTimeoutMs: number; reconnect: boolean }) {
+  const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+  proxies.push(proxy);
+  const stalls: UnavailableError[] = [];
+  const client = await redis.client({
+    url: `redis://127.0.0.1:${proxy.port}`,
+    ...options,
+    onStall: (error) => {
+      stalls.push(error);
+    },
+  });
+  return { proxy, client, stalls };
+}
+
+/** The outcome of a take: `allowed`, `limited` or the error code; and how long it took. */
+async function outcomeOf(limiter: RateLimiter): Promise<{ outcome: string; ms: number }> {
+  const started = performance.now();
+  const outcome = await limiter.take({ tenant: randomTenant(), route: 'r' }, policy).then(
+    (d) => (d.allowed ? 'allowed' : 'limited'),
+    (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
+  );
+  return { outcome, ms: performance.now() - started };
+}
+
+async function until(condition: () => boolean, withinMs: number, what: string): Promise<void> {
+  const deadline = performance.now() + withinMs;
+  while (!condition()) {
+    if (performance.now() > deadline) assert.fail(`not within ${withinMs} ms: ${what}`);
+    await sleep(10);
+  }
+}
+
+/** Fills the in-flight cap on a black-holed connection; returns the outcomes. */
+async function fillCap(limiter: RateLimiter, takes: number): Promise<Record<string, number>> {
+  const outcomes = await Promise.all(Array.from({ length: takes }, () => outcomeOf(limiter)));
+  const counts: Record<string, number> = {};
+  for (const { outcome } of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
+  return counts;
+}
+
+describe('stall watchdog', () => {
+  it('without it, a black-holed connection keeps its in-flight slots held past every deadline', async () => {
+    const { proxy, client } = await proxied({ stallTimeoutMs: 0, reconnect: true });
+    const limiter = new RateLimiter({ client, timeoutMs: 100, maxInFlight: 20, maxBatchSize: 1 });
+    proxy.mode = 'blackhole';
+    const counts = await fillCap(limiter, 30);
+    assert.deepEqual(counts, { SLUICE_TIMEOUT: 20, SLUICE_OVERLOAD: 10 });
+    await sleep(1500);
+    assert.equal(limiter.stats().inFlight, 20, 'the written commands are still pending');
+    assert.equal((await outcomeOf(limiter)).outcome, 'SLUICE_OVERLOAD');
+    client.destroy();
+  });
+
+  it('recycles a black-holed connection: slots free, calls fail at once, service resumes when the path is back', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 300, reconnect: true });
+    const limiter = new RateLimiter({ client, timeoutMs: 100, maxInFlight: 20, maxBatchSize: 1 });
+    assert.equal((await outcomeOf(limiter)).outcome, 'allowed');
+    proxy.mode = 'blackhole';
+    const counts = await fillCap(limiter, 30);
+    assert.deepEqual(counts, { SLUICE_TIMEOUT: 20, SLUICE_OVERLOAD: 10 });
+    const blackHoledAt = performance.now();
+    await until(() => stalls.length >= 1, 2000, 'the stall is detected');
+    console.log(
+      `stall detected ${(performance.now() - blackHoledAt).toFixed(0)} ms after the cap filled: ${stalls[0]?.message}`,
+    );
+    assert.match(stalls[0]?.message ?? '', /^Redis connection stalled: no reply to PING/);
+    await until(() => limiter.stats().inFlight === 0, 500, 'every slot is freed');
+    const failFast = await outcomeOf(limiter);
+    assert.equal(failFast.outcome, 'SLUICE_UNAVAILABLE');
+    assert.ok(failFast.ms < 50, `answered in ${failFast.ms.toFixed(0)} ms`);
+    // The new connection's handshake is black-holed too: it is recycled again, and again.
+    await until(() => stalls.length >= 3, 3000, 'hung handshakes are recycled');
+    assert.match(stalls[1]?.message ?? '', /handshake/);
+    proxy.mode = 'pass';
+    await until(() => client.isReady, 3000, 'a healthy connection once the path is back');
+    assert.equal((await outcomeOf(limiter)).outcome, 'allowed');
+    assert.equal(limiter.stats().inFlight, 0);
+  });
+
+  it('finds an idle connection black-holed before any caller waits on it', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 200, reconnect: true });
+    const limiter = new RateLimiter({ client, timeoutMs: 100 });
+    proxy.mode = 'blackhole';
+    await until(() => stalls.length >= 1, 1500, 'the stall is detected without traffic');
+    const first = await outcomeOf(limiter);
+    assert.equal(first.outcome, 'SLUICE_UNAVAILABLE');
+    assert.ok(first.ms < 50, `answered in ${first.ms.toFixed(0)} ms`);
+    client.destroy();
+  });
+
+  it('with reconnect off, closes the stalled client for good and fails fast', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 200, reconnect: false });
+    const limiter = new RateLimiter({ client, timeoutMs: 100 });
+    proxy.mode = 'blackhole';
+    await until(() => stalls.length >= 1, 1500, 'the stall is detected');
+    assert.match(stalls[0]?.message ?? '', /reconnect is off/);
+    assert.equal(client.isOpen, false);
+    proxy.mode = 'pass';
+    await sleep(600);
+    assert.equal(stalls.length, 1, 'the watchdog stopped with the client');
+    assert.equal(client.isOpen, false, 'never reopened');
+    assert.equal((await outcomeOf(limiter)).outcome, 'SLUICE_UNAVAILABLE');
+  });
+
+  it('stops when the application closes the client, and never reopens it', async () => {
+    const { client, stalls } = await proxied({ stallTimeoutMs: 100, reconnect: true });
+    await sleep(250); // a few probes answered
+    await client.close();
+    await sleep(400);
+    assert.equal(client.isOpen, false);
+    assert.equal(stalls.length, 0);
+  });
+
+  it('a healthy connection under load is never recycled', async () => {
+    const { client, stalls } = await proxied({ stallTimeoutMs: 100, reconnect: true });
+    const limiter = new RateLimiter({ client });
+    const started = performance.now();
+    while (performance.now() - started < 1000) {
+      await Promise.all(Array.from({ length: 200 }, () => outcomeOf(limiter)));
+    }
+    assert.equal(stalls.length, 0);
+    client.destroy();
+  });
+
+  it('refuses a bad stallTimeoutMs before connecting', async () => {
+    for (const stallTimeoutMs of [-1, 1.5, Number.NaN, 2 ** 40]) {
+      await assert.rejects(
+        createRedisClient({ url: redis.server.url, stallTimeoutMs }),
+        (error: unknown) => error instanceof InvalidInputError && error.field === 'stallTimeoutMs',
+      );
+    }
+  });
+});
