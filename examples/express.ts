@@ -1,0 +1,25 @@
+import express, { type Request } from 'express';
+import { createRedisClient, expressRateLimit, fixedWindow, RateLimiter } from 'sluice';
+
+const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client });
+const orders = fixedWindow({ limit: 10, windowMs: 60_000 });
+
+// Stands in for your authentication (see the node:http example).
+const tenants = new Map([
+  ['token-of-acme', 'acme'],
+  ['token-of-globex', 'globex'],
+]);
+const verifiedTenantOf = (req: Request) =>
+  tenants.get(req.get('authorization')?.replace(/^Bearer /, '') ?? '');
+
+const app = express();
+// Mount it on the route: the quota is named by the route template, "POST/orders/:id".
+app.post(
+  '/orders/:id',
+  expressRateLimit({ limiter, policy: orders, identify: verifiedTenantOf }),
+  (req, res) => {
+    res.status(201).json({ created: req.params.id });
+  },
+);
+app.listen(Number(process.env.PORT ?? 3000));

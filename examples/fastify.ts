@@ -1,0 +1,22 @@
+import Fastify, { type FastifyRequest } from 'fastify';
+import { createRedisClient, fastifyRateLimit, fixedWindow, RateLimiter } from 'sluice';
+
+const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client });
+const orders = fixedWindow({ limit: 10, windowMs: 60_000 });
+
+// Stands in for your authentication (see the node:http example).
+const tenants = new Map([
+  ['token-of-acme', 'acme'],
+  ['token-of-globex', 'globex'],
+]);
+const verifiedTenantOf = (request: FastifyRequest) =>
+  tenants.get(request.headers.authorization?.replace(/^Bearer /, '') ?? '');
+
+const app = Fastify();
+await app.register(fastifyRateLimit, { limiter, identify: verifiedTenantOf });
+// Routes opt in with config.rateLimit; this quota is named "POST/orders/:id".
+app.post('/orders/:id', { config: { rateLimit: { policy: orders } } }, async (_request, reply) =>
+  reply.code(201).send({ created: true }),
+);
+await app.listen({ port: Number(process.env.PORT ?? 3000) });

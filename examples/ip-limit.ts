@@ -1,0 +1,22 @@
+import { createServer } from 'node:http';
+import {
+  clientAddressOf,
+  createRedisClient,
+  fixedWindow,
+  RateLimiter,
+  withRateLimit,
+} from 'sluice';
+
+const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client, namespace: 'ip' });
+const loginAttempts = fixedWindow({ limit: 5, windowMs: 60_000 });
+
+// Behind your own proxies (here: loopback and 10.0.0.0/8). Without trustProxy,
+// X-Forwarded-For is ignored and the socket's peer address is used.
+const identify = clientAddressOf({ trustProxy: ['loopback', '10.0.0.0/8'] });
+
+const login = withRateLimit(
+  { limiter, policy: loginAttempts, route: 'POST/login', identify },
+  (_req, res) => res.writeHead(204).end(),
+);
+createServer(login).listen(Number(process.env.PORT ?? 3000));
