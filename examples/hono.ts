@@ -14,7 +14,6 @@ const tenants = new Map([
 const verifiedTenantOf = (request: Request) =>
   tenants.get(request.headers.get('authorization')?.replace(/^Bearer /, '') ?? '');
 
-// A Response to send at once, or undefined to run the handler.
 const limitOrders = fetchRateLimit({
   limiter,
   policy: orders,
@@ -24,7 +23,13 @@ const limitOrders = fetchRateLimit({
 const app = new Hono();
 app.post(
   '/orders',
-  async (c, next) => (await limitOrders(c.req.raw)) ?? next(),
+  async (c, next) => {
+    const verdict = await limitOrders.check(c.req.raw);
+    if (!verdict.pass) return verdict.response; // 429, 503 or 401: the handler never runs
+    await next();
+    // The RateLimit fields (and a shadow route's header) on the handler's response.
+    for (const [name, value] of Object.entries(verdict.headers)) c.res.headers.set(name, value);
+  },
   (c) => c.json({ created: true }, 201),
 );
 serve({ fetch: app.fetch, port: Number(process.env.PORT ?? 3000) });

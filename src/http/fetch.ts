@@ -8,17 +8,38 @@
  * app.post('/orders', async (c, next) => (await limit(c.req.raw)) ?? next(), createOrder); // Hono
  * ```
  *
- * In shadow mode the would-be decision is not added to the handler's response (this shape
- * cannot carry it); use `createGuard` and its verdict's `headers` for that.
+ * This shape cannot add headers to the handler's response: admitted responses then carry no
+ * RateLimit fields and, in shadow mode, no would-be decision. `check(request)` gives the same
+ * decision with those headers, for a middleware that adds them after the handler ran:
+ *
+ * ```ts
+ * app.post('/orders', async (c, next) => {
+ *   const verdict = await limit.check(c.req.raw);
+ *   if (!verdict.pass) return verdict.response;
+ *   await next();
+ *   for (const [name, value] of Object.entries(verdict.headers)) c.res.headers.set(name, value);
+ * }, createOrder); // Hono
+ * ```
  */
 import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
 
 /** Options of {@link fetchRateLimit}: see `GuardOptions`; `identify` gets the `Request`. */
 export type FetchRateLimitOptions = GuardOptions<Request>;
 
-/** `(request) => Promise<Response | undefined>`, with the route's outcome counts. */
+/** The decision on one request, for handlers that add headers to their own response. */
+export type FetchVerdict =
+  /** Run the handler, then add `headers` (RateLimit fields, the shadow header) to its response. */
+  | { readonly pass: true; readonly headers: Readonly<Record<string, string>> }
+  /** Send `response` (`429`, `503` or `401`) now; the handler must not run. */
+  | { readonly pass: false; readonly response: Response };
+
+/**
+ * `(request) => Promise<Response | undefined>`, with the route's outcome counts, and
+ * `check(request)`, the same decision with the headers for an admitted request's response.
+ */
 export type FetchRateLimit = ((request: Request) => Promise<Response | undefined>) & {
   readonly counts: Readonly<Record<HttpOutcome, number>>;
+  check(request: Request): Promise<FetchVerdict>;
 };
 
 /**
@@ -28,11 +49,15 @@ export type FetchRateLimit = ((request: Request) => Promise<Response | undefined
  */
 export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
   const guard = createGuard(options);
-  const fetchGuard = async (request: Request): Promise<Response | undefined> => {
+  const check = async (request: Request): Promise<FetchVerdict> => {
     const verdict = await guard(request);
-    if (verdict.pass) return undefined;
+    if (verdict.pass) return verdict;
     const { status, headers, body } = verdict.response;
-    return new Response(body, { status, headers });
+    return { pass: false, response: new Response(body, { status, headers }) };
   };
-  return Object.assign(fetchGuard, { counts: guard.counts });
+  const fetchGuard = async (request: Request): Promise<Response | undefined> => {
+    const verdict = await check(request);
+    return verdict.pass ? undefined : verdict.response;
+  };
+  return Object.assign(fetchGuard, { counts: guard.counts, check });
 }

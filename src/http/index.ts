@@ -23,7 +23,12 @@ export {
   type FastifyRouteRateLimit,
   fastifyRateLimit,
 } from './fastify.js';
-export { type FetchRateLimit, type FetchRateLimitOptions, fetchRateLimit } from './fetch.js';
+export {
+  type FetchRateLimit,
+  type FetchRateLimitOptions,
+  type FetchVerdict,
+  fetchRateLimit,
+} from './fetch.js';
 export {
   createGuard,
   type Guard,

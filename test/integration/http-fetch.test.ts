@@ -89,4 +89,50 @@ describe('Fetch-API adapter (in Hono)', () => {
       [201, 503],
     );
   });
+
+  it('check(): admitted responses carry the RateLimit fields and a shadow route its would-be decision', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const tenant = randomTenant();
+    const make = (extra: Partial<FetchRateLimitOptions>) => {
+      const limit = fetchRateLimit({
+        limiter,
+        policy: fixedWindow({ limit: 2, windowMs: 60_000 }),
+        route: 'POST/orders',
+        identify: () => tenant,
+        ...extra,
+      });
+      const hono = new Hono();
+      let handled = 0;
+      hono.post(
+        '/orders',
+        async (c, next) => {
+          const verdict = await limit.check(c.req.raw);
+          if (!verdict.pass) return verdict.response;
+          await next();
+          for (const [name, value] of Object.entries(verdict.headers)) {
+            c.res.headers.set(name, value);
+          }
+        },
+        (c) => {
+          handled++;
+          return c.json({}, 201);
+        },
+      );
+      return { post: () => hono.request('/orders', { method: 'POST' }), handled: () => handled };
+    };
+    const enforced = make({});
+    const first = await enforced.post();
+    assert.equal(first.status, 201);
+    assert.equal(first.headers.get('ratelimit-policy'), '"POST/orders";q=2;w=60');
+    assert.match(first.headers.get('ratelimit') ?? '', /^"POST\/orders";r=1;t=60$/);
+    assert.equal((await enforced.post()).status, 201);
+    const limited = await enforced.post();
+    assert.equal(limited.status, 429);
+    assert.match(limited.headers.get('ratelimit') ?? '', /;r=0;t=(60|61)$/);
+    assert.equal(enforced.handled(), 2);
+    const shadow = make({ shadow: true, shadowHeader: 'x-ratelimit-shadow' });
+    const passed = await shadow.post();
+    assert.equal(passed.status, 201, 'shadow mode never blocks');
+    assert.equal(passed.headers.get('x-ratelimit-shadow'), 'limited');
+  });
 });
