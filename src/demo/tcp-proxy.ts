@@ -11,6 +11,10 @@ export type ProxyMode =
   | 'pass'
   /** Forward the client's bytes to Redis, then destroy both sockets before any reply. */
   | 'cut-after-send'
+  /** Forward the client's bytes to Redis, then reset the client's connection (TCP RST). */
+  | 'reset-after-send'
+  /** Forward both ways, holding every reply back for `delayMs` first. */
+  | 'delay'
   /** Accept and read, but forward nothing either way (a black hole). */
   | 'blackhole';
 
@@ -19,6 +23,8 @@ export interface TcpProxy {
   readonly port: number;
   /** Current fault mode; applies to data arriving from now on. */
   mode: ProxyMode;
+  /** How long `'delay'` holds each reply, in ms (default 1000). */
+  delayMs: number;
   /** Destroys every open connection (clients see a reset/close) but keeps listening. */
   dropConnections(): void;
   /** Stops listening and destroys every connection: the upstream is unreachable. */
@@ -50,10 +56,19 @@ export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promi
         upstream.end(() => {
           client.destroy();
         });
+      } else if (proxy.mode === 'reset-after-send') {
+        upstream.end(() => {
+          client.resetAndDestroy();
+        });
       }
     });
     upstream.on('data', (chunk) => {
       if (proxy.mode === 'pass') client.write(chunk);
+      else if (proxy.mode === 'delay') {
+        setTimeout(() => {
+          if (!client.destroyed) client.write(chunk);
+        }, proxy.delayMs).unref();
+      }
     });
     client.once('close', () => upstream.destroy());
     upstream.once('close', () => client.destroy());
@@ -66,6 +81,7 @@ export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promi
       proxy = {
         port,
         mode: 'pass',
+        delayMs: 1000,
         dropConnections: dropAll,
         close: () =>
           new Promise<void>((done) => {

@@ -85,6 +85,39 @@ const ROWS: Row[] = [
     },
   },
   {
+    fault: 'connection reset (TCP RST) after the command was sent',
+    outcome: 'SLUICE_UNAVAILABLE',
+    status: 503,
+    bound: 'within the deadline',
+    arrange: async () => {
+      const { proxy, client } = await viaProxy();
+      return {
+        client,
+        tenant: randomTenant(),
+        inject: async () => {
+          proxy.mode = 'reset-after-send';
+        },
+      };
+    },
+  },
+  {
+    fault: 'replies delayed past the deadline (network)',
+    outcome: 'SLUICE_TIMEOUT',
+    status: 503,
+    bound: 'at the deadline',
+    arrange: async () => {
+      const { proxy, client } = await viaProxy();
+      return {
+        client,
+        tenant: randomTenant(),
+        inject: async () => {
+          proxy.delayMs = 600;
+          proxy.mode = 'delay';
+        },
+      };
+    },
+  },
+  {
     fault: 'network black hole',
     outcome: 'SLUICE_TIMEOUT',
     status: 503,
