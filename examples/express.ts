@@ -11,7 +11,7 @@ const tenants = new Map([
   ['token-of-globex', 'globex'],
 ]);
 const verifiedTenantOf = (req: Request) =>
-  tenants.get(req.get('authorization')?.replace(/^Bearer /, '') ?? '');
+  tenants.get(/^Bearer (\S+)$/.exec(req.get('authorization') ?? '')?.[1] ?? '');
 
 const app = express();
 // Mount it on the route: the quota is named by the route template, "POST/orders/:id".

@@ -11,7 +11,7 @@ const tenants = new Map([
   ['token-of-globex', 'globex'],
 ]);
 const verifiedTenantOf = (request: FastifyRequest) =>
-  tenants.get(request.headers.authorization?.replace(/^Bearer /, '') ?? '');
+  tenants.get(/^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1] ?? '');
 
 const app = Fastify();
 await app.register(fastifyRateLimit, { limiter, identify: verifiedTenantOf });

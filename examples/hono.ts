@@ -12,7 +12,7 @@ const tenants = new Map([
   ['token-of-globex', 'globex'],
 ]);
 const verifiedTenantOf = (request: Request) =>
-  tenants.get(request.headers.get('authorization')?.replace(/^Bearer /, '') ?? '');
+  tenants.get(/^Bearer (\S+)$/.exec(request.headers.get('authorization') ?? '')?.[1] ?? '');
 
 const limitOrders = fetchRateLimit({
   limiter,

@@ -12,7 +12,7 @@ const tenants = new Map([
   ['token-of-globex', 'globex'],
 ]);
 const verifiedTenantOf = (req: IncomingMessage) =>
-  tenants.get(req.headers.authorization?.replace(/^Bearer /, '') ?? '');
+  tenants.get(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
 
 // The wrapped handler is guarded for every request it receives, so wrap only the handler
 // of the route the quota is for. It runs only when the request is admitted.

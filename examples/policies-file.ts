@@ -5,7 +5,7 @@ const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://
 const limiter = new RateLimiter({ client });
 const tenants = new Map([['token-of-acme', 'acme']]); // stands in for your authentication
 const identify = (req: IncomingMessage) =>
-  tenants.get(req.headers.authorization?.replace(/^Bearer /, '') ?? '');
+  tenants.get(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
 
 // Validated once, at start (zod); a bad file throws an InvalidInputError naming the field.
 const routes = loadPolicies('examples/policies.json');

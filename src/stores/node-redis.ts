@@ -9,7 +9,7 @@ import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
-import { MAX_TIMER_MS } from '../validate.js';
+import { checkClientOptions } from './client-options.js';
 import { watchForStalls } from './stall-watchdog.js';
 import type { ScriptStore } from './store.js';
 
@@ -127,9 +127,12 @@ export interface CreateRedisClientOptions {
  * connection errors that are never silent. Close it with `client.close()` (or
  * `client.destroy()`) at shutdown.
  *
+ * @throws {InvalidInputError} for a bad or unknown option (`.field` is `options.<name>`),
+ *   before anything connects.
  * @throws {UnavailableError} when the first connection fails (nothing is retried then).
  */
-export async function createRedisClient(options: CreateRedisClientOptions = {}) {
+export async function createRedisClient(given?: CreateRedisClientOptions) {
+  const options = checkClientOptions(given);
   const reconnect = options.reconnect ?? true;
   let connected = false;
   const socket: RedisClientOptions['socket'] = {
@@ -143,29 +146,7 @@ export async function createRedisClient(options: CreateRedisClientOptions = {}) 
     },
   };
   const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
-  if (
-    !Number.isSafeInteger(commandTimeoutMs) ||
-    commandTimeoutMs < 0 ||
-    commandTimeoutMs > MAX_TIMER_MS
-  ) {
-    throw new InvalidInputError(
-      'commandTimeoutMs',
-      `an integer from 0 to ${MAX_TIMER_MS}`,
-      commandTimeoutMs,
-    );
-  }
   const stallTimeoutMs = options.stallTimeoutMs ?? 2000;
-  if (
-    !Number.isSafeInteger(stallTimeoutMs) ||
-    stallTimeoutMs < 0 ||
-    stallTimeoutMs > MAX_TIMER_MS
-  ) {
-    throw new InvalidInputError(
-      'stallTimeoutMs',
-      `an integer from 0 (off) to ${MAX_TIMER_MS}`,
-      stallTimeoutMs,
-    );
-  }
   const client = createClient({
     url: options.url ?? 'redis://127.0.0.1:6379',
     disableOfflineQueue: true,

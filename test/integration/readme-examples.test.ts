@@ -78,6 +78,11 @@ async function post(url: string, headers: Record<string, string> = {}) {
 /** 10 per minute for acme across query-string variants, then 429; other tenants unaffected. */
 async function tenantQuota(base: string, path: string, otherPath = path): Promise<void> {
   assert.equal((await post(`${base}${path}`)).status, 401, 'no verified identity');
+  assert.equal(
+    (await post(`${base}${path}`, { authorization: 'token-of-acme' })).status,
+    401,
+    'a token without the Bearer scheme',
+  );
   for (let i = 0; i < 10; i++) {
     const res = await post(`${base}${path}?x=${i}`, bearer('token-of-acme'));
     assert.equal(res.status, 201, `request ${i + 1} of 10`);

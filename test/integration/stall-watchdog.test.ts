@@ -149,7 +149,8 @@ describe('stall watchdog', () => {
     for (const stallTimeoutMs of [-1, 1.5, Number.NaN, 2 ** 40]) {
       await assert.rejects(
         createRedisClient({ url: redis.server.url, stallTimeoutMs }),
-        (error: unknown) => error instanceof InvalidInputError && error.field === 'stallTimeoutMs',
+        (error: unknown) =>
+          error instanceof InvalidInputError && error.field === 'options.stallTimeoutMs',
       );
     }
   });

@@ -1,0 +1,51 @@
+/**
+ * Validation of `createRedisClient`'s options (zod), before anything connects: a bad option
+ * is an `InvalidInputError` naming `options.<field>`, and no socket is ever opened for it.
+ */
+import { z } from 'zod';
+import { InvalidInputError } from '../errors.js';
+import { MAX_TIMER_MS } from '../validate.js';
+
+const callback = z.custom<(...args: never[]) => unknown>(
+  (value) => typeof value === 'function',
+  'a function',
+);
+/** Milliseconds: an integer from `min` to the longest timer Node.js honours. */
+const ms = (min: number) => {
+  const expected = `an integer from ${min} to ${MAX_TIMER_MS}`;
+  return z.number(expected).int(expected).min(min, expected).max(MAX_TIMER_MS, expected);
+};
+
+const schema = z.strictObject({
+  url: z
+    .string('a redis:// or rediss:// URL')
+    .refine((url) => /^rediss?:\/\//.test(url) && URL.canParse(url), 'a redis:// or rediss:// URL')
+    .optional(),
+  connectTimeoutMs: ms(1).optional(),
+  reconnect: z.boolean('true or false').optional(),
+  onError: callback.optional(),
+  onReconnect: callback.optional(),
+  commandTimeoutMs: ms(0).optional(),
+  stallTimeoutMs: ms(0).optional(),
+  onStall: callback.optional(),
+});
+
+/** The options, checked; `undefined` is `{}`. */
+export function checkClientOptions<T extends object>(options: T | undefined): T {
+  if (options === undefined) return {} as T;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidInputError('options', 'an object of createRedisClient options', options);
+  }
+  const parsed = schema.safeParse(options);
+  if (parsed.success) return options;
+  const issue = parsed.error.issues[0];
+  const key = issue?.code === 'unrecognized_keys' ? issue.keys[0] : issue?.path[0];
+  const field = key === undefined ? 'options' : `options.${String(key)}`;
+  const expected =
+    issue?.code === 'unrecognized_keys'
+      ? 'absent: it is not a createRedisClient option'
+      : (issue?.message ?? 'a valid option');
+  const received =
+    key === undefined ? undefined : (options as Record<string, unknown>)[String(key)];
+  throw new InvalidInputError(field, expected, received);
+}

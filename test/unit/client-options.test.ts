@@ -1,0 +1,54 @@
+/**
+ * `createRedisClient` refuses bad options with a typed error naming `options.<field>`,
+ * before any socket is opened (a bad connect timeout once surfaced as "Redis unavailable"
+ * and left a connection open that kept the process alive).
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { describe, it } from 'node:test';
+import { InvalidInputError } from '../../src/errors.js';
+import { createRedisClient } from '../../src/stores/node-redis.js';
+
+describe('createRedisClient options', () => {
+  it('names the bad field and never connects', async () => {
+    // A listener that counts connections: a refused option must not reach it.
+    let connections = 0;
+    const server = createServer((socket) => {
+      connections++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const url = `redis://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ connectTimeoutMs: -1 }, 'options.connectTimeoutMs'],
+      [{ connectTimeoutMs: 'x' }, 'options.connectTimeoutMs'],
+      [{ connectTimeoutMs: 0 }, 'options.connectTimeoutMs'],
+      [{ commandTimeoutMs: -5 }, 'options.commandTimeoutMs'],
+      [{ stallTimeoutMs: -1 }, 'options.stallTimeoutMs'],
+      [{ stallTimeoutMs: 1.5 }, 'options.stallTimeoutMs'],
+      [{ stallTimeoutMs: null }, 'options.stallTimeoutMs'],
+      [{ stallTimeoutMs: 2 ** 40 }, 'options.stallTimeoutMs'],
+      [{ reconnect: 'no' }, 'options.reconnect'],
+      [{ onError: 'x' }, 'options.onError'],
+      [{ onStall: 1 }, 'options.onStall'],
+      [{ url: 42 }, 'options.url'],
+      [{ url: 'nonsense' }, 'options.url'],
+      [{ url: 'http://127.0.0.1:6379' }, 'options.url'],
+      [{ stallTimeout: 100 }, 'options.stallTimeout'],
+    ];
+    try {
+      for (const [options, field] of cases) {
+        await assert.rejects(createRedisClient({ url, ...options } as never), (error: unknown) => {
+          assert.ok(error instanceof InvalidInputError, `${JSON.stringify(options)}: ${error}`);
+          assert.equal(error.field, field);
+          return true;
+        });
+      }
+      await assert.rejects(createRedisClient('x' as never), InvalidInputError);
+      assert.equal(connections, 0, 'no connection was opened for a bad option');
+    } finally {
+      server.close();
+    }
+  });
+});
