@@ -168,7 +168,7 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
     throw toSluiceError(error);
   }
   if (stallTimeoutMs > 0) {
-    watchForStalls(client, {
+    const watchdog = watchForStalls(client, {
       stallTimeoutMs,
       reconnect,
       onStall: (error) => {
@@ -176,6 +176,16 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
         options.onStall?.(error);
       },
     });
+    // The owner closing the client ends the watchdog at once, even mid-recycle.
+    const owned = client as unknown as Record<string, unknown>;
+    for (const method of ['close', 'destroy', 'quit', 'QUIT', 'disconnect']) {
+      const original = owned[method];
+      if (typeof original !== 'function') continue;
+      owned[method] = function (this: unknown, ...args: unknown[]) {
+        watchdog.stop();
+        return original.apply(this, args);
+      };
+    }
   }
   return client;
 }

@@ -17,7 +17,9 @@
  * new connection's handshake stays unanswered. While it reconnects, calls fail at once with
  * `UnavailableError` (no offline queue), never wait.
  *
- * It stops by itself once the client is closed by its owner (`close()`, `destroy()`).
+ * It stops by itself once it finds the client closed by its owner; {@link createRedisClient}
+ * also stops it the moment the owner calls `close()`, `destroy()`, `quit()` or `disconnect()`,
+ * so a client closed while the watchdog is reopening it stays closed.
  */
 import { callSafely } from '../call-safely.js';
 import { UnavailableError } from '../errors.js';
@@ -56,6 +58,8 @@ export function watchForStalls(
   options: StallWatchdogOptions,
 ): StallWatchdog {
   const { stallTimeoutMs, reconnect, onStall } = options;
+  // Bound now: the owner's close()/destroy() may be wrapped afterwards to stop the watchdog.
+  const destroy = client.destroy.bind(client);
   /** When the outstanding probe was sent, or undefined when none is outstanding. */
   let probeSentAt: number | undefined;
   /** When the current connection's TCP handshake completed, until it is ready. */
@@ -86,7 +90,7 @@ export function watchForStalls(
         `Redis connection stalled: ${reason}; ${reconnect ? 'reconnecting' : 'closing it (reconnect is off)'}`,
       ),
     );
-    client.destroy();
+    destroy();
     if (!reconnect) {
       stop();
       return;

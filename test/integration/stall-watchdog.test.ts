@@ -134,6 +134,28 @@ describe('stall watchdog', () => {
     assert.equal(stalls.length, 0);
   });
 
+  it('a client the application closes while the watchdog is reopening it stays closed', async () => {
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    proxies.push(proxy);
+    let stalls = 0;
+    const client = await redis.client({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      reconnect: true,
+      stallTimeoutMs: 150,
+      onStall: () => {
+        stalls++;
+        // Runs after the watchdog destroyed the connection and before it reopens it.
+        queueMicrotask(() => client.destroy());
+      },
+    });
+    proxy.mode = 'blackhole';
+    await until(() => stalls === 1, 1500, 'the stall is detected');
+    proxy.mode = 'pass';
+    await sleep(500);
+    assert.equal(client.isOpen, false, 'not reopened after the application closed it');
+    assert.equal(stalls, 1);
+  });
+
   it('a healthy connection under load is never recycled', async () => {
     const { client, stalls } = await proxied({ stallTimeoutMs: 100, reconnect: true });
     const limiter = new RateLimiter({ client });
