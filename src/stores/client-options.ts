@@ -26,7 +26,10 @@ const schema = z.strictObject({
   onError: callback.optional(),
   onReconnect: callback.optional(),
   commandTimeoutMs: ms(0).optional(),
-  stallTimeoutMs: ms(0).optional(),
+  // Below 100 ms an answer merely delayed by a busy pipeline would read as a stall.
+  stallTimeoutMs: ms(0)
+    .refine((v) => v === 0 || v >= 100, `0 (off) or an integer from 100 to ${MAX_TIMER_MS}`)
+    .optional(),
   onStall: callback.optional(),
 });
 

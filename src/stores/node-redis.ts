@@ -107,8 +107,8 @@ export interface CreateRedisClientOptions {
    */
   readonly commandTimeoutMs?: number;
   /**
-   * Recycle a connection that has stopped answering, in ms (default 2000; `0` turns the
-   * watchdog off). A `PING` is kept outstanding, one every `stallTimeoutMs / 2`; when one stays
+   * Recycle a connection that has stopped answering, in ms (default 2000, at least 100; `0`
+   * turns the watchdog off). A `PING` is kept outstanding, one every `stallTimeoutMs / 2`; when one stays
    * unanswered this long, or a new connection's handshake does, the connection is destroyed —
    * every pending command is rejected, so every `maxInFlight` slot is freed — and, with
    * `reconnect`, opened again. Without it, a black-holed connection holds its commands until

@@ -27,6 +27,7 @@ describe('createRedisClient options', () => {
       [{ commandTimeoutMs: -5 }, 'options.commandTimeoutMs'],
       [{ stallTimeoutMs: -1 }, 'options.stallTimeoutMs'],
       [{ stallTimeoutMs: 1.5 }, 'options.stallTimeoutMs'],
+      [{ stallTimeoutMs: 10 }, 'options.stallTimeoutMs'],
       [{ stallTimeoutMs: null }, 'options.stallTimeoutMs'],
       [{ stallTimeoutMs: 2 ** 40 }, 'options.stallTimeoutMs'],
       [{ reconnect: 'no' }, 'options.reconnect'],
