@@ -156,7 +156,17 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   // The default warning starts after the first connection: before it, the rejection of
   // `createRedisClient` carries the error.
   const warn = throttledWarning();
-  const report = options.onError ?? ((error: Error) => connected && warn(error));
+  const onError = options.onError ?? ((error: Error) => connected && warn(error));
+  const report = (error: Error) => {
+    try {
+      onError(error);
+    } catch (thrown) {
+      // Thrown inside node-redis's event emission, it would surface as an uncaught exception.
+      process.emitWarning(`onError listener threw: ${String(thrown)}`, {
+        code: 'SLUICE_LISTENER_ERROR',
+      });
+    }
+  };
   client.on('error', report);
   client.on('ready', () => {
     connected = true;
@@ -176,13 +186,19 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
         options.onStall?.(error);
       },
     });
-    // The owner closing the client ends the watchdog at once, even mid-recycle.
+    // The owner closing the client ends the watchdog at once. Mid-recycle the connection is
+    // the watchdog's (closed, or opening): a graceful close has nothing to wait for, so it
+    // resolves (never "The client is closed") and the watchdog destroys what it was opening.
     const owned = client as unknown as Record<string, unknown>;
+    const graceful: Record<string, unknown> = { close: undefined, quit: 'OK', QUIT: 'OK' };
     for (const method of ['close', 'destroy', 'quit', 'QUIT', 'disconnect']) {
       const original = owned[method];
       if (typeof original !== 'function') continue;
       owned[method] = function (this: unknown, ...args: unknown[]) {
-        watchdog.stop();
+        if (watchdog.stop() && method in graceful) {
+          if (client.isOpen || client.isReady) client.destroy();
+          return Promise.resolve(graceful[method]);
+        }
         return original.apply(this, args);
       };
     }

@@ -11,7 +11,11 @@
  *
  * How: a `PING` is kept outstanding, one at a time, one every `stallTimeoutMs / 2`. Redis
  * answers commands on a connection in order, so a `PING` unanswered for `stallTimeoutMs`
- * means nothing sent before it has been answered either: the connection is stalled. The
+ * means nothing sent before it has been answered either: the connection is stalled. Only
+ * time in which this process's event loop ran on time counts (a check that runs late means
+ * the loop was blocked, and a reply may be sitting unread), and the verdict is confirmed
+ * after pending I/O has been read, so a busy process never mistakes itself for a stalled
+ * connection; a loop blocked for most of the time delays detection accordingly. The
  * watchdog then destroys the connection (node-redis rejects every pending command, which frees
  * every slot at once) and, when reconnection is on, connects again, and keeps doing so while a
  * new connection's handshake stays unanswered. While it reconnects, calls fail at once with
@@ -48,8 +52,12 @@ export interface StallWatchdogOptions {
 export interface StallWatchdog {
   /** Connections recycled so far. */
   readonly recycles: number;
-  /** Stops watching (idempotent). */
-  stop(): void;
+  /**
+   * Stops watching (idempotent). Returns `true` when a recycle's reconnect was under way
+   * (the client is closed, or being reopened, by the watchdog, not by its owner); the
+   * connection being reopened is then destroyed once its attempt settles.
+   */
+  stop(): boolean;
 }
 
 /** Starts watching `client`; the timer is unref'd and never keeps the process alive. */
@@ -60,10 +68,14 @@ export function watchForStalls(
   const { stallTimeoutMs, reconnect, onStall } = options;
   // Bound now: the owner's close()/destroy() may be wrapped afterwards to stop the watchdog.
   const destroy = client.destroy.bind(client);
-  /** When the outstanding probe was sent, or undefined when none is outstanding. */
-  let probeSentAt: number | undefined;
-  /** When the current connection's TCP handshake completed, until it is ready. */
-  let connectedAt: number | undefined;
+  // Waits are measured in "responsive" time: only intervals in which the event loop ran on
+  // time count, since a blocked process cannot read a reply that has arrived.
+  const interval = Math.max(5, Math.floor(stallTimeoutMs / 2));
+  let lastCheckAt = performance.now();
+  /** The outstanding probe (an object per probe), or undefined when none is outstanding. */
+  let probe: { waitedMs: number } | undefined;
+  /** The current connection's handshake, from its TCP connect until it is ready. */
+  let handshake: { waitedMs: number } | undefined;
   let recycles = 0;
   let stopped = false;
   /** The watchdog's own `connect()` in progress, settled (never rejects). */
@@ -72,10 +84,11 @@ export function watchForStalls(
   let reopening: Promise<void> | undefined;
 
   client.on('connect', () => {
-    connectedAt = performance.now();
+    // The next check adds the time since the last one: count only the part after now.
+    handshake = { waitedMs: lastCheckAt - performance.now() };
   });
   const notConnecting = () => {
-    connectedAt = undefined;
+    handshake = undefined;
   };
   // A failed attempt ('error') waits out the reconnect backoff: not a hung handshake.
   client.on('ready', notConnecting);
@@ -83,14 +96,20 @@ export function watchForStalls(
 
   const recycle = (reason: string): void => {
     recycles++;
-    probeSentAt = undefined;
-    connectedAt = undefined;
-    onStall(
-      new UnavailableError(
-        `Redis connection stalled: ${reason}; ${reconnect ? 'reconnecting' : 'closing it (reconnect is off)'}`,
-      ),
-    );
+    probe = undefined;
+    handshake = undefined;
     destroy();
+    const error = new UnavailableError(
+      `Redis connection stalled: ${reason}; ${reconnect ? 'reconnecting' : 'closing it (reconnect is off)'}`,
+    );
+    try {
+      onStall(error);
+    } catch (thrown) {
+      // A throwing listener must neither crash the process from a timer nor stop the recycle.
+      process.emitWarning(`onStall listener threw: ${String(thrown)}`, {
+        code: 'SLUICE_LISTENER_ERROR',
+      });
+    }
     if (!reconnect) {
       stop();
       return;
@@ -104,35 +123,68 @@ export function watchForStalls(
     reopening = (aborted ?? Promise.resolve())
       .then(() => new Promise((resolve) => setImmediate(resolve)))
       .then(() => {
-        reopening = undefined;
-        if (stopped || client.isOpen) return;
-        connecting = client.connect().then(
+        if (stopped || client.isOpen) {
+          reopening = undefined;
+          return;
+        }
+        // `reopening` stays set until `connecting` is: an owner closing the client from
+        // inside connect() (say, from an event listener) still finds the recycle under way.
+        const attempt: Promise<void> = client.connect().then(
           () => {},
           () => {},
         );
+        connecting = attempt;
+        reopening = undefined;
+        void attempt.then(() => {
+          if (connecting === attempt) connecting = undefined;
+        });
       });
   };
 
+  /** Why the connection counts as stalled now, or undefined. */
+  const stalledBecause = (): string | undefined => {
+    if (probe !== undefined && probe.waitedMs >= stallTimeoutMs) {
+      return `no reply to PING within ${stallTimeoutMs} ms`;
+    }
+    if (handshake !== undefined && !client.isReady && handshake.waitedMs >= stallTimeoutMs) {
+      return `no reply to the connection handshake within ${stallTimeoutMs} ms`;
+    }
+    return undefined;
+  };
+
+  let confirming = false;
   const check = (): void => {
-    if (reopening) return;
+    const now = performance.now();
+    const elapsed = now - lastCheckAt;
+    lastCheckAt = now;
+    // A late tick means the event loop was blocked: that interval does not count.
+    if (elapsed <= interval * 1.5) {
+      if (probe !== undefined) probe.waitedMs += elapsed;
+      if (handshake !== undefined) handshake.waitedMs += elapsed;
+    }
+    if (reopening || confirming) return;
     if (!client.isOpen) {
       stop();
       return;
     }
-    const now = performance.now();
-    if (probeSentAt !== undefined && now - probeSentAt >= stallTimeoutMs) {
-      recycle(`no reply to PING within ${stallTimeoutMs} ms`);
+    if (stalledBecause() !== undefined) {
+      // Timers run before sockets are read: after the event loop was blocked, the reply may
+      // be waiting unread. Decide only after pending I/O has been processed (setImmediate
+      // runs after the poll phase).
+      confirming = true;
+      setImmediate(() => {
+        confirming = false;
+        if (stopped || reopening || !client.isOpen) return;
+        const reason = stalledBecause();
+        if (reason !== undefined) recycle(reason);
+      });
       return;
     }
-    if (connectedAt !== undefined && !client.isReady && now - connectedAt >= stallTimeoutMs) {
-      recycle(`no reply to the connection handshake within ${stallTimeoutMs} ms`);
-      return;
-    }
-    if (probeSentAt === undefined && client.isReady) {
-      const sentAt = now;
-      probeSentAt = sentAt;
+    if (probe === undefined && client.isReady) {
+      const sent = { waitedMs: 0 };
+      probe = sent;
       const settle = () => {
-        if (probeSentAt === sentAt) probeSentAt = undefined;
+        if (probe === sent) probe = undefined;
       };
       // A rejected probe means the connection failed, which node-redis reports and handles.
       callSafely(
@@ -142,12 +194,28 @@ export function watchForStalls(
     }
   };
 
-  const timer = setInterval(check, Math.max(5, Math.floor(stallTimeoutMs / 2)));
+  const timer = setInterval(check, interval);
   timer.unref();
-  function stop(): void {
-    if (stopped) return;
+  /**
+   * Stops watching. When a recycle's reconnect is under way, the connection it opens is
+   * destroyed as soon as the attempt settles (node-redis can finish opening a socket that was
+   * destroyed mid-connect), and at the latest after `stallTimeoutMs`. Returns whether a
+   * recycle was under way: the client was closed by the watchdog, not by its owner.
+   */
+  function stop(): boolean {
+    if (stopped) return false;
     stopped = true;
     clearInterval(timer);
+    const pending = reopening ?? connecting;
+    if (pending === undefined) return false;
+    // node-redis can finish opening a socket destroyed mid-connect: it is then ready though
+    // no longer open.
+    const closeIfOpen = () => {
+      if (client.isOpen || client.isReady) destroy();
+    };
+    void pending.then(() => (connecting ?? Promise.resolve()).then(closeIfOpen));
+    setTimeout(closeIfOpen, stallTimeoutMs).unref();
+    return true;
   }
   return {
     get recycles() {

@@ -156,6 +156,95 @@ describe('stall watchdog', () => {
     assert.equal(stalls, 1);
   });
 
+  it('close() while the watchdog is reopening resolves and leaves no connection open', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 150, reconnect: true });
+    proxy.mode = 'blackhole';
+    await until(() => stalls.length === 1, 1500, 'the stall is detected');
+    proxy.mode = 'pass';
+    await client.close(); // used to reject with "The client is closed"
+    await sleep(400);
+    assert.equal(client.isOpen, false);
+    assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
+  });
+
+  it('close() from inside the reconnect leaves no connection open', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 150, reconnect: true });
+    // The owner closes the client at the very moment the watchdog reconnects it.
+    const connect = client.connect.bind(client);
+    let closing: Promise<void> | undefined;
+    Object.assign(client, {
+      connect: () => {
+        const opening = connect();
+        closing = client.close();
+        return opening;
+      },
+    });
+    proxy.mode = 'blackhole';
+    await until(() => closing !== undefined, 1500, 'the watchdog reconnects');
+    proxy.mode = 'pass';
+    await closing;
+    await sleep(400);
+    assert.equal(stalls.length, 1);
+    assert.equal(client.isOpen, false);
+    assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
+  });
+
+  it('a blocked event loop is not a stalled connection', async () => {
+    const stalls: UnavailableError[] = [];
+    const client = await redis.client({
+      reconnect: true,
+      stallTimeoutMs: 300,
+      onStall: (error) => {
+        stalls.push(error);
+      },
+    });
+    const limiter = new RateLimiter({ client, timeoutMs: 5000 });
+    const outcomes: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      const take = outcomeOf(limiter);
+      await new Promise((resolve) => setImmediate(resolve));
+      const end = performance.now() + 400; // longer than stallTimeoutMs
+      while (performance.now() < end) {}
+      await new Promise((resolve) => setImmediate(resolve));
+      outcomes.push((await take).outcome);
+    }
+    assert.deepEqual(outcomes, Array(6).fill('allowed'));
+    assert.equal(stalls.length, 0, 'the replies were waiting unread, not missing');
+    client.destroy();
+  });
+
+  it('a throwing onStall listener neither crashes the process nor stops the recycle', async () => {
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    proxies.push(proxy);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    let calls = 0;
+    try {
+      const client = await redis.client({
+        url: `redis://127.0.0.1:${proxy.port}`,
+        reconnect: true,
+        stallTimeoutMs: 150,
+        onStall: () => {
+          calls++;
+          throw new Error('listener bug');
+        },
+      });
+      proxy.mode = 'blackhole';
+      await until(() => calls >= 1, 1500, 'the stall is detected');
+      proxy.mode = 'pass';
+      await until(() => client.isReady, 3000, 'the connection was recycled and reopened');
+      await sleep(10);
+      assert.ok(
+        warnings.some((w) => w.includes('listener bug')),
+        'the throw is reported',
+      );
+      client.destroy();
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('a healthy connection under load is never recycled', async () => {
     const { client, stalls } = await proxied({ stallTimeoutMs: 100, reconnect: true });
     const limiter = new RateLimiter({ client });
