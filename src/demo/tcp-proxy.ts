@@ -4,6 +4,7 @@
  * ("the connection is lost after the command was sent").
  */
 import { createServer, type Server, Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Fault modes; `'pass'` forwards everything. */
 export type ProxyMode =
@@ -15,7 +16,8 @@ export type ProxyMode =
   | 'reset-after-send'
   /** Forward both ways, holding every reply back for `delayMs` first. */
   | 'delay'
-  /** Accept and read, but forward nothing either way (a black hole). */
+  /** Accept and read, but forward nothing either way (a black hole); bytes are held and
+   *  delivered, in order, once the mode changes (the partition heals). */
   | 'blackhole';
 
 export interface TcpProxy {
@@ -25,6 +27,8 @@ export interface TcpProxy {
   mode: ProxyMode;
   /** How long `'delay'` holds each reply, in ms (default 1000). */
   delayMs: number;
+  /** Client connections open now. */
+  readonly connections: number;
   /** Destroys every open connection (clients see a reset/close) but keeps listening. */
   dropConnections(): void;
   /** Stops listening and destroys every connection: the upstream is unreachable. */
@@ -34,6 +38,9 @@ export interface TcpProxy {
 /** Starts a proxy on a free 127.0.0.1 port that forwards to `upstreamHost:upstreamPort`. */
 export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promise<TcpProxy> {
   const sockets = new Set<Socket>();
+  const clients = new Set<Socket>();
+  /** Each connection's bytes held during a black hole, released in order when it ends. */
+  const releases = new Set<() => void>();
   const track = (socket: Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
@@ -42,35 +49,60 @@ export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promi
   const dropAll = () => {
     for (const socket of sockets) socket.destroy();
   };
-  let proxy: TcpProxy;
+  let mode: ProxyMode = 'pass';
+  let delayMs = 1000;
   const server: Server = createServer((client) => {
     track(client);
+    clients.add(client);
     const upstream = new Socket();
     track(upstream);
     upstream.connect(upstreamPort, upstreamHost);
-    client.on('data', (chunk) => {
-      if (proxy.mode === 'blackhole') return;
+    // Like TCP, the proxy never reorders or loses bytes on a live connection: a black hole
+    // holds them (a partition that heals delivers them late), and replies released after a
+    // delay keep their order ahead of later ones.
+    const heldRequests: Buffer[] = [];
+    const heldReplies: Buffer[] = [];
+    let replies: Promise<void> = Promise.resolve();
+    const toUpstream = (chunk: Buffer) => {
       upstream.write(chunk);
-      if (proxy.mode === 'cut-after-send') {
+      if (mode === 'cut-after-send') {
         // Let the bytes reach Redis, then cut both sides before the reply comes back.
         upstream.end(() => {
           client.destroy();
         });
-      } else if (proxy.mode === 'reset-after-send') {
+      } else if (mode === 'reset-after-send') {
         upstream.end(() => {
           client.resetAndDestroy();
         });
       }
-    });
-    upstream.on('data', (chunk) => {
-      if (proxy.mode === 'pass') client.write(chunk);
-      else if (proxy.mode === 'delay') {
-        setTimeout(() => {
+    };
+    const toClient = (chunk: Buffer) => {
+      if (mode !== 'pass' && mode !== 'delay') return; // cut modes: the reply never arrives
+      const wait = mode === 'delay' ? delayMs : 0;
+      replies = replies
+        .then(() => (wait > 0 ? sleep(wait, undefined, { ref: false }) : undefined))
+        .then(() => {
           if (!client.destroyed) client.write(chunk);
-        }, proxy.delayMs).unref();
-      }
+        });
+    };
+    const release = () => {
+      for (const chunk of heldRequests.splice(0)) toUpstream(chunk);
+      for (const chunk of heldReplies.splice(0)) toClient(chunk);
+    };
+    releases.add(release);
+    client.on('data', (chunk: Buffer) => {
+      if (mode === 'blackhole') heldRequests.push(chunk);
+      else toUpstream(chunk);
     });
-    client.once('close', () => upstream.destroy());
+    upstream.on('data', (chunk: Buffer) => {
+      if (mode === 'blackhole') heldReplies.push(chunk);
+      else toClient(chunk);
+    });
+    client.once('close', () => {
+      clients.delete(client);
+      releases.delete(release);
+      upstream.destroy();
+    });
     upstream.once('close', () => client.destroy());
   });
   return new Promise((resolve, reject) => {
@@ -78,18 +110,31 @@ export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promi
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
       const port = typeof address === 'object' && address !== null ? address.port : -1;
-      proxy = {
+      resolve({
         port,
-        mode: 'pass',
-        delayMs: 1000,
+        get mode() {
+          return mode;
+        },
+        set mode(next: ProxyMode) {
+          mode = next;
+          if (next !== 'blackhole') for (const release of releases) release();
+        },
+        get delayMs() {
+          return delayMs;
+        },
+        set delayMs(ms: number) {
+          delayMs = ms;
+        },
+        get connections() {
+          return clients.size;
+        },
         dropConnections: dropAll,
         close: () =>
           new Promise<void>((done) => {
             server.close(() => done());
             dropAll();
           }),
-      };
-      resolve(proxy);
+      });
     });
   });
 }
