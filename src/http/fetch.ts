@@ -51,7 +51,8 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
   const guard = createGuard(options);
   const check = async (request: Request): Promise<FetchVerdict> => {
     const verdict = await guard(request);
-    if (verdict.pass) return verdict;
+    // A fresh object per request: the caller may add to it before setting the headers.
+    if (verdict.pass) return { pass: true, headers: { ...verdict.headers } };
     const { status, headers, body } = verdict.response;
     return { pass: false, response: new Response(body, { status, headers }) };
   };

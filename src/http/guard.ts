@@ -191,7 +191,8 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
       shadowHeader,
     );
   }
-  const PASS: GuardVerdict = { pass: true, headers: {} };
+  // Shared by every request: frozen, so one request's code cannot add a header to another's.
+  const PASS: GuardVerdict = Object.freeze({ pass: true, headers: Object.freeze({}) });
   const headerOptions = options.headers ?? {};
   const headersOf = (decision: Decision, route: string): Record<string, string> =>
     headerOptions === false

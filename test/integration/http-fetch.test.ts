@@ -135,4 +135,20 @@ describe('Fetch-API adapter (in Hono)', () => {
     assert.equal(passed.status, 201, 'shadow mode never blocks');
     assert.equal(passed.headers.get('x-ratelimit-shadow'), 'limited');
   });
+
+  it('check() gives each request its own headers object', async () => {
+    const limit = fetchRateLimit({
+      limiter: new RateLimiter({ client: await redis.client() }),
+      policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
+      route: 'POST/orders',
+      identify: () => randomTenant(),
+      headers: false,
+    });
+    const request = () => new Request('http://127.0.0.1/orders', { method: 'POST' });
+    const a = await limit.check(request());
+    const b = await limit.check(request());
+    assert.ok(a.pass && b.pass);
+    (a.headers as Record<string, string>)['set-cookie'] = 'for tenant a only';
+    assert.deepEqual(b.headers, {}, "one request's header never reaches another");
+  });
 });
