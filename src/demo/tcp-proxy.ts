@@ -78,11 +78,18 @@ export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promi
     };
     const toClient = (chunk: Buffer) => {
       if (mode !== 'pass' && mode !== 'delay') return; // cut modes: the reply never arrives
-      const wait = mode === 'delay' ? delayMs : 0;
+      // Each reply is held `delayMs` from its arrival, and never overtakes an earlier one.
+      const due = mode === 'delay' ? performance.now() + delayMs : 0;
       replies = replies
-        .then(() => (wait > 0 ? sleep(wait, undefined, { ref: false }) : undefined))
         .then(() => {
-          if (!client.destroyed) client.write(chunk);
+          const wait = due - performance.now();
+          return wait > 0 ? sleep(wait, undefined, { ref: false }) : undefined;
+        })
+        .then(() => {
+          if (client.destroyed) return;
+          // The mode may have changed while the reply waited.
+          if (mode === 'blackhole') heldReplies.push(chunk);
+          else if (mode === 'pass' || mode === 'delay') client.write(chunk);
         });
     };
     const release = () => {

@@ -186,20 +186,25 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
         options.onStall?.(error);
       },
     });
-    // The owner closing the client ends the watchdog at once. Mid-recycle the connection is
-    // the watchdog's (closed, or opening): a graceful close has nothing to wait for, so it
-    // resolves (never "The client is closed") and the watchdog destroys what it was opening.
+    // The owner closing the client ends the watchdog at once. A graceful close (close, quit)
+    // never rejects for a client already closed — by the watchdog mid-recycle, or for good
+    // with `reconnect: false` — and never waits longer than `stallTimeoutMs` for replies
+    // that may never come (a black hole): then the connection is destroyed.
     const owned = client as unknown as Record<string, unknown>;
     const graceful: Record<string, unknown> = { close: undefined, quit: 'OK', QUIT: 'OK' };
     for (const method of ['close', 'destroy', 'quit', 'QUIT', 'disconnect']) {
       const original = owned[method];
       if (typeof original !== 'function') continue;
       owned[method] = function (this: unknown, ...args: unknown[]) {
-        if (watchdog.stop() && method in graceful) {
+        const midRecycle = watchdog.stop();
+        if (!(method in graceful)) return original.apply(this, args);
+        if (midRecycle || !client.isOpen) {
           if (client.isOpen || client.isReady) client.destroy();
           return Promise.resolve(graceful[method]);
         }
-        return original.apply(this, args);
+        const bound = setTimeout(() => client.destroy(), stallTimeoutMs);
+        bound.unref();
+        return Promise.resolve(original.apply(this, args)).finally(() => clearTimeout(bound));
       };
     }
   }

@@ -14,8 +14,9 @@
  * means nothing sent before it has been answered either: the connection is stalled. Only
  * time in which this process's event loop ran on time counts (a check that runs late means
  * the loop was blocked, and a reply may be sitting unread), and the verdict is confirmed
- * after pending I/O has been read, so a busy process never mistakes itself for a stalled
- * connection; a loop blocked for most of the time delays detection accordingly. The
+ * after pending I/O has been read with the loop running on time, so a busy process never
+ * mistakes itself for a stalled connection; a loop blocked most of the time delays
+ * detection until a check and its confirmation run unblocked. The
  * watchdog then destroys the connection (node-redis rejects every pending command, which frees
  * every slot at once) and, when reconnection is on, connects again, and keeps doing so while a
  * new connection's handshake stays unanswered. While it reconnects, calls fail at once with
@@ -68,8 +69,8 @@ export function watchForStalls(
   const { stallTimeoutMs, reconnect, onStall } = options;
   // Bound now: the owner's close()/destroy() may be wrapped afterwards to stop the watchdog.
   const destroy = client.destroy.bind(client);
-  // Waits are measured in "responsive" time: only intervals in which the event loop ran on
-  // time count, since a blocked process cannot read a reply that has arrived.
+  // A wait counts at most one interval per check, however late the check runs: a blocked
+  // process cannot read a reply that has arrived.
   const interval = Math.max(5, Math.floor(stallTimeoutMs / 2));
   let lastCheckAt = performance.now();
   /** The outstanding probe (an object per probe), or undefined when none is outstanding. */
@@ -157,11 +158,10 @@ export function watchForStalls(
     const now = performance.now();
     const elapsed = now - lastCheckAt;
     lastCheckAt = now;
-    // A late tick means the event loop was blocked: that interval does not count.
-    if (elapsed <= interval * 1.5) {
-      if (probe !== undefined) probe.waitedMs += elapsed;
-      if (handshake !== undefined) handshake.waitedMs += elapsed;
-    }
+    // A late tick means the event loop was blocked: only one interval of it counts.
+    const waited = Math.min(elapsed, interval);
+    if (probe !== undefined) probe.waitedMs += waited;
+    if (handshake !== undefined) handshake.waitedMs += waited;
     if (reopening || confirming) return;
     if (!client.isOpen) {
       stop();
@@ -170,11 +170,14 @@ export function watchForStalls(
     if (stalledBecause() !== undefined) {
       // Timers run before sockets are read: after the event loop was blocked, the reply may
       // be waiting unread. Decide only after pending I/O has been processed (setImmediate
-      // runs after the poll phase).
+      // runs after the poll phase), and only if the loop was not blocked again meanwhile —
+      // else the next check decides.
       confirming = true;
+      const suspectedAt = now;
       setImmediate(() => {
         confirming = false;
         if (stopped || reopening || !client.isOpen) return;
+        if (performance.now() - suspectedAt > interval / 2) return;
         const reason = stalledBecause();
         if (reason !== undefined) recycle(reason);
       });

@@ -213,6 +213,55 @@ describe('stall watchdog', () => {
     client.destroy();
   });
 
+  it('a black hole is still found while the event loop is busy 80 % of the time', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 300, reconnect: true });
+    proxy.mode = 'blackhole';
+    const started = performance.now();
+    while (stalls.length === 0 && performance.now() - started < 10_000) {
+      const end = performance.now() + 240;
+      while (performance.now() < end) {}
+      await sleep(60);
+    }
+    assert.equal(stalls.length >= 1, true, 'the stall was found');
+    client.destroy();
+  });
+
+  it('close() during a black hole settles (within stallTimeoutMs) and leaves no socket', async () => {
+    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 300, reconnect: true });
+    proxy.mode = 'blackhole';
+    await sleep(200); // the watchdog's PING is outstanding, no verdict yet
+    await client.close(); // node-redis alone waits for that PING's reply forever
+    await sleep(100);
+    assert.equal(stalls.length, 0);
+    assert.equal(client.isOpen, false);
+    assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
+  });
+
+  it('close() resolves for a client the watchdog closed (reconnect off) and from inside onStall', async () => {
+    const off = await proxied({ stallTimeoutMs: 150, reconnect: false });
+    off.proxy.mode = 'blackhole';
+    await until(() => off.stalls.length === 1, 1500, 'the stall is detected');
+    await off.client.close(); // used to reject: "The client is closed"
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    proxies.push(proxy);
+    let closing: Promise<void> | undefined;
+    const client = await redis.client({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      reconnect: true,
+      stallTimeoutMs: 150,
+      onStall: () => {
+        closing ??= client.close();
+      },
+    });
+    proxy.mode = 'blackhole';
+    await until(() => closing !== undefined, 1500, 'the stall is detected');
+    await closing;
+    proxy.mode = 'pass';
+    await sleep(400);
+    assert.equal(client.isOpen, false, 'not reopened');
+    assert.equal(proxy.connections, 0);
+  });
+
   it('a throwing onStall listener neither crashes the process nor stops the recycle', async () => {
     const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
     proxies.push(proxy);

@@ -36,6 +36,27 @@ describe('fault proxy', () => {
     client.destroy();
   });
 
+  it('delay holds each reply delayMs from its arrival, not after the previous one', async () => {
+    const { proxy, client } = await proxiedClient();
+    proxy.delayMs = 200;
+    proxy.mode = 'delay';
+    const started = performance.now();
+    const latencies = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        await sleep(i * 50);
+        const sent = performance.now();
+        await client.sendCommand(['PING']);
+        return performance.now() - sent;
+      }),
+    );
+    assert.ok(
+      latencies.every((ms) => ms >= 190 && ms < 600),
+      `latencies ${latencies.map((ms) => ms.toFixed(0)).join(', ')} ms`,
+    );
+    assert.ok(performance.now() - started < 1500);
+    client.destroy();
+  });
+
   it('black hole, then pass: held bytes are delivered, in order', async () => {
     const { proxy, client } = await proxiedClient();
     proxy.mode = 'blackhole';
