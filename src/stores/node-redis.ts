@@ -202,9 +202,24 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
           if (client.isOpen || client.isReady) client.destroy();
           return Promise.resolve(graceful[method]);
         }
-        const bound = setTimeout(() => client.destroy(), stallTimeoutMs);
+        let cut = false;
+        const bound = setTimeout(() => {
+          cut = true;
+          client.destroy();
+        }, stallTimeoutMs);
         bound.unref();
-        return Promise.resolve(original.apply(this, args)).finally(() => clearTimeout(bound));
+        return Promise.resolve(original.apply(this, args)).then(
+          (result) => {
+            clearTimeout(bound);
+            return result;
+          },
+          (error: unknown) => {
+            clearTimeout(bound);
+            // QUIT's reply never came and the connection was cut: closed all the same.
+            if (cut) return graceful[method];
+            throw error;
+          },
+        );
       };
     }
   }

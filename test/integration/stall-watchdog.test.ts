@@ -235,6 +235,13 @@ describe('stall watchdog', () => {
     assert.equal(stalls.length, 0);
     assert.equal(client.isOpen, false);
     assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
+    // quit() too: its QUIT is never answered, and it resolves all the same.
+    const q = await proxied({ stallTimeoutMs: 300, reconnect: true });
+    q.proxy.mode = 'blackhole';
+    await sleep(200);
+    assert.equal(await q.client.quit(), 'OK');
+    await sleep(100);
+    assert.equal(q.proxy.connections, 0);
   });
 
   it('close() resolves for a client the watchdog closed (reconnect off) and from inside onStall', async () => {
