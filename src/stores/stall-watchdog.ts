@@ -37,6 +37,7 @@ export interface WatchedClient {
   destroy(): void;
   connect(): Promise<unknown>;
   on(event: 'connect' | 'ready' | 'error', listener: () => void): unknown;
+  off(event: 'connect', listener: () => void): unknown;
 }
 
 /** Options of {@link watchForStalls}. */
@@ -201,8 +202,7 @@ export function watchForStalls(
   timer.unref();
   /**
    * Stops watching. When a recycle's reconnect is under way, the connection it opens is
-   * destroyed as soon as the attempt settles (node-redis can finish opening a socket that was
-   * destroyed mid-connect), and at the latest after `stallTimeoutMs`. Returns whether a
+   * destroyed as soon as its socket appears and once the attempt settles. Returns whether a
    * recycle was under way: the client was closed by the watchdog, not by its owner.
    */
   function stop(): boolean {
@@ -211,13 +211,23 @@ export function watchForStalls(
     clearInterval(timer);
     const pending = reopening ?? connecting;
     if (pending === undefined) return false;
-    // node-redis can finish opening a socket destroyed mid-connect: it is then ready though
-    // no longer open.
-    const closeIfOpen = () => {
-      if (client.isOpen || client.isReady) destroy();
+    // node-redis can go on opening a socket destroyed mid-connect (the socket is attached
+    // when its TCP connect completes, after the destroy): destroy it when it appears, and
+    // once the attempt has settled. `destroy()` is a no-op once no socket is left.
+    const closeLate = () => destroy();
+    client.on('connect', closeLate);
+    let finished = false;
+    const done = () => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(fallback);
+      client.off('connect', closeLate);
+      destroy();
     };
-    void pending.then(() => (connecting ?? Promise.resolve()).then(closeIfOpen));
-    setTimeout(closeIfOpen, stallTimeoutMs).unref();
+    // In case the aborted attempt never settles (a handshake held by a black hole).
+    const fallback = setTimeout(done, Math.max(stallTimeoutMs, 10_000));
+    fallback.unref();
+    void pending.then(() => (connecting ?? Promise.resolve()).then(done));
     return true;
   }
   return {

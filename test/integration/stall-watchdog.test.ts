@@ -167,27 +167,29 @@ describe('stall watchdog', () => {
     assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
   });
 
-  it('close() from inside the reconnect leaves no connection open', async () => {
-    const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 150, reconnect: true });
-    // The owner closes the client at the very moment the watchdog reconnects it.
-    const connect = client.connect.bind(client);
-    let closing: Promise<void> | undefined;
-    Object.assign(client, {
-      connect: () => {
-        const opening = connect();
-        closing = client.close();
-        return opening;
-      },
+  for (const healed of [true, false]) {
+    it(`close() from inside the reconnect leaves no connection open (${healed ? 'the path heals' : 'still black-holed'})`, async () => {
+      const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 150, reconnect: true });
+      // The owner closes the client at the very moment the watchdog reconnects it.
+      const connect = client.connect.bind(client);
+      let closing: Promise<void> | undefined;
+      Object.assign(client, {
+        connect: () => {
+          const opening = connect();
+          closing = client.close();
+          return opening;
+        },
+      });
+      proxy.mode = 'blackhole';
+      await until(() => closing !== undefined, 1500, 'the watchdog reconnects');
+      if (healed) proxy.mode = 'pass';
+      await closing;
+      await sleep(400);
+      assert.equal(stalls.length, 1);
+      assert.equal(client.isOpen, false);
+      assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
     });
-    proxy.mode = 'blackhole';
-    await until(() => closing !== undefined, 1500, 'the watchdog reconnects');
-    proxy.mode = 'pass';
-    await closing;
-    await sleep(400);
-    assert.equal(stalls.length, 1);
-    assert.equal(client.isOpen, false);
-    assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
-  });
+  }
 
   it('a blocked event loop is not a stalled connection', async () => {
     const stalls: UnavailableError[] = [];
