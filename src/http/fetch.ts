@@ -21,6 +21,7 @@
  * }, createOrder); // Hono
  * ```
  */
+import type { HttpResponseSpec } from './core.js';
 import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
 
 /** Options of {@link fetchRateLimit}: see `GuardOptions`; `identify` gets the `Request`. */
@@ -49,16 +50,18 @@ export type FetchRateLimit = ((request: Request) => Promise<Response | undefined
  */
 export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
   const guard = createGuard(options);
+  const toResponse = ({ status, headers, body }: HttpResponseSpec) =>
+    new Response(body, { status, headers });
   const check = async (request: Request): Promise<FetchVerdict> => {
     const verdict = await guard(request);
     // A fresh object per request: the caller may add to it before setting the headers.
     if (verdict.pass) return { pass: true, headers: { ...verdict.headers } };
-    const { status, headers, body } = verdict.response;
-    return { pass: false, response: new Response(body, { status, headers }) };
+    return { pass: false, response: toResponse(verdict.response) };
   };
+  // The plain form needs no headers object for an admitted request.
   const fetchGuard = async (request: Request): Promise<Response | undefined> => {
-    const verdict = await check(request);
-    return verdict.pass ? undefined : verdict.response;
+    const verdict = await guard(request);
+    return verdict.pass ? undefined : toResponse(verdict.response);
   };
   return Object.assign(fetchGuard, { counts: guard.counts, check });
 }

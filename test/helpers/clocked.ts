@@ -13,6 +13,7 @@ import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
 import type { ScriptStore } from '../../src/stores/store.js';
 import type { Client } from './redis.js';
+import { variantsOf } from './variants.js';
 
 export const CLOCK_KEY = 'sluice-test:now-us';
 
@@ -44,7 +45,7 @@ export function clockedVariant(script: LuaScript): LuaScript {
 
 /** A store that runs the clocked variant of each script, after setting the test clock. */
 export class ClockedRedisStore implements ScriptStore {
-  readonly #variants = new Map<LuaScript, LuaScript>();
+  readonly #variant = variantsOf(clockedVariant);
   nowUs = 0;
 
   constructor(private readonly client: Client) {}
@@ -54,11 +55,7 @@ export class ClockedRedisStore implements ScriptStore {
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
-    let variant = this.#variants.get(script);
-    if (variant === undefined) {
-      variant = clockedVariant(script);
-      this.#variants.set(script, variant);
-    }
+    const variant = this.#variant(script);
     await this.client.set(CLOCK_KEY, String(this.nowUs));
     return this.client.sendCommand(['EVAL', variant.source, String(keys.length), ...keys, ...args]);
   }

@@ -13,6 +13,7 @@ import { batchScript } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
 import type { ScriptStore } from '../../src/stores/store.js';
+import { variantsOf } from './variants.js';
 
 export const LOG_KEY = 'sluice-test:decision-log';
 
@@ -73,7 +74,7 @@ export function loggedVariant(script: LuaScript): LuaScript {
 
 /** A store that runs the logged variant of every script through `inner`. */
 export class DecisionLogStore implements ScriptStore {
-  readonly #variants = new Map<LuaScript, LuaScript>();
+  readonly #variant = variantsOf(loggedVariant);
   constructor(private readonly inner: ScriptStore) {}
 
   evalScript(
@@ -81,12 +82,7 @@ export class DecisionLogStore implements ScriptStore {
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
-    let variant = this.#variants.get(script);
-    if (variant === undefined) {
-      variant = loggedVariant(script);
-      this.#variants.set(script, variant);
-    }
-    return this.inner.evalScript(variant, keys, args);
+    return this.inner.evalScript(this.#variant(script), keys, args);
   }
 }
 

@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
+import { type ProxyMode, startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import { isSluiceError } from '../../src/errors.js';
 import { withRateLimit } from '../../src/http/node.js';
 import { keyPrefix, scopeKey } from '../../src/key.js';
@@ -56,6 +56,21 @@ async function viaProxy(): Promise<{ proxy: TcpProxy; client: Client }> {
   return { proxy, client: await redis.client({ url: `redis://127.0.0.1:${proxy.port}` }) };
 }
 
+/** `arrange` of a network fault: a client through the proxy, the fault a proxy mode. */
+function proxyFault(mode: ProxyMode, delayMs?: number): Row['arrange'] {
+  return async () => {
+    const { proxy, client } = await viaProxy();
+    return {
+      client,
+      tenant: randomTenant(),
+      inject: async () => {
+        if (delayMs !== undefined) proxy.delayMs = delayMs;
+        proxy.mode = mode;
+      },
+    };
+  };
+}
+
 const ROWS: Row[] = [
   {
     fault: 'Redis process killed (`kill -9`)',
@@ -73,65 +88,28 @@ const ROWS: Row[] = [
     outcome: 'SLUICE_UNAVAILABLE',
     status: 503,
     bound: 'within the deadline',
-    arrange: async () => {
-      const { proxy, client } = await viaProxy();
-      return {
-        client,
-        tenant: randomTenant(),
-        inject: async () => {
-          proxy.mode = 'cut-after-send';
-        },
-      };
-    },
+    arrange: proxyFault('cut-after-send'),
   },
   {
     fault: 'connection reset (TCP RST) after the command was sent',
     outcome: 'SLUICE_UNAVAILABLE',
     status: 503,
     bound: 'within the deadline',
-    arrange: async () => {
-      const { proxy, client } = await viaProxy();
-      return {
-        client,
-        tenant: randomTenant(),
-        inject: async () => {
-          proxy.mode = 'reset-after-send';
-        },
-      };
-    },
+    arrange: proxyFault('reset-after-send'),
   },
   {
     fault: 'replies delayed past the deadline (network)',
     outcome: 'SLUICE_TIMEOUT',
     status: 503,
     bound: 'at the deadline',
-    arrange: async () => {
-      const { proxy, client } = await viaProxy();
-      return {
-        client,
-        tenant: randomTenant(),
-        inject: async () => {
-          proxy.delayMs = 600;
-          proxy.mode = 'delay';
-        },
-      };
-    },
+    arrange: proxyFault('delay', 600),
   },
   {
     fault: 'network black hole',
     outcome: 'SLUICE_TIMEOUT',
     status: 503,
     bound: 'at the deadline',
-    arrange: async () => {
-      const { proxy, client } = await viaProxy();
-      return {
-        client,
-        tenant: randomTenant(),
-        inject: async () => {
-          proxy.mode = 'blackhole';
-        },
-      };
-    },
+    arrange: proxyFault('blackhole'),
   },
   {
     fault: 'network black hole, once the watchdog recycled the connection (`stallTimeoutMs`)',
