@@ -90,7 +90,7 @@ describe('stall watchdog', () => {
     await until(() => limiter.stats().inFlight === 0, 500, 'every slot is freed');
     const failFast = await outcomeOf(limiter);
     assert.equal(failFast.outcome, 'SLUICE_UNAVAILABLE');
-    assert.ok(failFast.ms < 50, `answered in ${failFast.ms.toFixed(0)} ms`);
+    assert.ok(failFast.ms < 100, `answered in ${failFast.ms.toFixed(0)} ms`);
     // The new connection's handshake is black-holed too: it is recycled again, and again.
     await until(() => stalls.length >= 3, 3000, 'hung handshakes are recycled');
     assert.match(stalls[1]?.message ?? '', /handshake/);
@@ -107,7 +107,7 @@ describe('stall watchdog', () => {
     await until(() => stalls.length >= 1, 1500, 'the stall is detected without traffic');
     const first = await outcomeOf(limiter);
     assert.equal(first.outcome, 'SLUICE_UNAVAILABLE');
-    assert.ok(first.ms < 50, `answered in ${first.ms.toFixed(0)} ms`);
+    assert.ok(first.ms < 100, `answered in ${first.ms.toFixed(0)} ms`);
     client.destroy();
   });
 
