@@ -15,17 +15,24 @@ import { callSafely } from './call-safely.js';
 import { StoreError, UnavailableError } from './errors.js';
 import type { ScriptStore } from './stores/store.js';
 
-/** One decision waiting to be sent. */
-export interface BatchItem {
-  /** The algorithm's own script (sent alone when the batch has one item). */
-  readonly script: LuaScript;
-  /** The algorithm's id in the batch script. */
-  readonly batchId: number;
+/** One request waiting to be sent: a take, a peek, a takeAll or a reset (see `batch.lua`). */
+export interface BatchRequest {
+  /** The batch operation: `t` take (all or nothing), `p` peek, `r` reset. */
+  readonly op: 't' | 'p' | 'r';
+  /** Its number of items (keys). */
+  readonly size: number;
+  /**
+   * A lone take's algorithm script, sent with {@link key} and {@link args} when the batch
+   * holds only this request; `undefined` for a request that always goes as a batch.
+   */
+  readonly script: LuaScript | undefined;
   readonly key: string;
   readonly args: readonly string[];
+  /** Appends the request's keys, and its items' ARGV (id, count, arguments), to the batch's. */
+  write(keys: string[], argv: string[]): void;
   /**
-   * The item's four reply slots start at `reply[offset]` (the algorithm's own reply, or the
-   * batch's flat reply); `sentAt` is the coalescer's clock when the call was sent.
+   * The request's reply slots (four per item) start at `reply[offset]` (the algorithm's own
+   * reply, or the batch's flat reply); `sentAt` is the coalescer's clock when it was sent.
    */
   done(reply: readonly unknown[], offset: number, sentAt: number): void;
   fail(error: unknown): void;
@@ -54,7 +61,8 @@ function run(
 export class Coalescer {
   readonly #store: ScriptStore;
   readonly #maxBatchSize: number;
-  #pending: BatchItem[] = [];
+  #pending: BatchRequest[] = [];
+  #pendingItems = 0;
   #scheduled = false;
   readonly #flushScheduled = () => {
     this.#scheduled = false;
@@ -63,16 +71,21 @@ export class Coalescer {
 
   readonly #clock: () => number;
 
-  /** @param clock the clock of `sentAt` (ms), the one the denial cache uses. */
+  /**
+   * @param maxBatchSize most items in one script call (a request is never split)
+   * @param clock the clock of `sentAt` (ms), the one the denial cache uses
+   */
   constructor(store: ScriptStore, maxBatchSize: number, clock: () => number) {
     this.#store = store;
     this.#maxBatchSize = maxBatchSize;
     this.#clock = clock;
   }
 
-  add(item: BatchItem): void {
-    this.#pending.push(item);
-    if (this.#pending.length >= this.#maxBatchSize) this.flush();
+  add(request: BatchRequest): void {
+    if (this.#pendingItems + request.size > this.#maxBatchSize) this.flush();
+    this.#pending.push(request);
+    this.#pendingItems += request.size;
+    if (this.#pendingItems >= this.#maxBatchSize) this.flush();
     else if (!this.#scheduled) {
       this.#scheduled = true;
       queueMicrotask(this.#flushScheduled);
@@ -81,53 +94,53 @@ export class Coalescer {
 
   /** Sends what is pending now. */
   flush(): void {
-    const items = this.#pending;
-    if (items.length === 0) return;
+    const requests = this.#pending;
+    if (requests.length === 0) return;
     this.#pending = [];
+    this.#pendingItems = 0;
     const sentAt = this.#clock();
-    if (items.length === 1) {
-      const item = items[0] as BatchItem;
-      run(this.#store, item.script, [item.key], item.args).then(
+    const lone = requests.length === 1 ? (requests[0] as BatchRequest) : undefined;
+    if (lone?.script !== undefined) {
+      const script = lone.script;
+      run(this.#store, script, [lone.key], lone.args).then(
         (reply) => {
-          if (Array.isArray(reply) && reply.length === 4) item.done(reply, 0, sentAt);
-          else item.fail(new StoreError(`ERR unexpected reply from ${item.script.name}`));
+          if (Array.isArray(reply) && reply.length === 4) lone.done(reply, 0, sentAt);
+          else lone.fail(new StoreError(`ERR unexpected reply from ${script.name}`));
         },
-        (error: unknown) => item.fail(error),
+        (error: unknown) => lone.fail(error),
       );
       return;
     }
-    const keys: string[] = new Array(items.length);
+    const keys: string[] = [];
     const argv: string[] = [];
-    for (let i = 0; i < items.length; i++) {
-      const item = items[i] as BatchItem;
-      keys[i] = item.key;
-      argv.push(String(item.batchId), String(item.args.length));
-      for (const arg of item.args) argv.push(arg);
+    for (const request of requests) {
+      argv.push(request.op, String(request.size));
+      request.write(keys, argv);
     }
     run(this.#store, batchScript, keys, argv).then(
-      (replies) => deliver(items, replies, sentAt),
+      (replies) => deliver(requests, keys.length, replies, sentAt),
       (error: unknown) => {
-        for (const item of items) item.fail(error);
+        for (const request of requests) request.fail(error);
       },
     );
   }
 }
 
-/** Hands each item its four slots of the batch's flat reply (see `batch.lua`). */
-function deliver(items: BatchItem[], replies: unknown, sentAt: number): void {
-  const slots = items.length * 4;
+/** Hands each request its slots of the batch's flat reply (see `batch.lua`). */
+function deliver(requests: BatchRequest[], items: number, replies: unknown, sentAt: number): void {
+  const slots = items * 4;
   if (!Array.isArray(replies) || replies.length < slots) {
-    const error = new StoreError(`ERR batch reply of unexpected shape for ${items.length} items`);
-    for (const item of items) item.fail(error);
+    const error = new StoreError(`ERR batch reply of unexpected shape for ${items} items`);
+    for (const request of requests) request.fail(error);
     return;
   }
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i] as BatchItem;
-    const offset = i * 4;
+  let offset = 0;
+  for (const request of requests) {
     if (replies[offset] === -1) {
-      item.fail(new StoreError(String(replies[slots + (replies[offset + 1] as number) - 1])));
+      request.fail(new StoreError(String(replies[slots + (replies[offset + 1] as number) - 1])));
     } else {
-      item.done(replies, offset, sentAt);
+      request.done(replies, offset, sentAt);
     }
+    offset += request.size * 4;
   }
 }

@@ -22,8 +22,6 @@ export interface CachedDenial {
   readonly resetAt: number;
   /** The policy limit the denial was decided under (the `limit` a cached decision reports). */
   readonly limit: number;
-  /** The policy's parameters: a cached denial answers only the same policy. */
-  readonly fingerprint: string;
   /** True when `retryAt` holds for every cost; else only for a cost of 1. */
   readonly anyCost: boolean;
 }
@@ -47,6 +45,16 @@ export class DenialCache {
     if (entry.until > now) return entry;
     this.#entries.delete(key);
     return undefined;
+  }
+
+  /** Drops the denial for `key`, if any. */
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+
+  /** Drops every denial. */
+  clear(): void {
+    this.#entries.clear();
   }
 
   set(key: string, entry: CachedDenial, now: number): void {

@@ -17,7 +17,7 @@ export {
   fixedWindow,
 } from './algorithms/fixed-window.js';
 export { type GcraOptions, type GcraPolicy, gcra } from './algorithms/gcra.js';
-export type { Policy } from './algorithms/policy.js';
+export type { Policy, PolicyIdentityOptions } from './algorithms/policy.js';
 export {
   type SlidingWindowCounterPolicy,
   slidingWindowCounter,
@@ -45,10 +45,10 @@ export {
   UnavailableError,
 } from './errors.js';
 export * from './http/index.js';
-export { scopeHash } from './key.js';
 export {
   type LimiterStats,
   MAX_SCOPE_PART_LENGTH,
+  MAX_TAKE_ALL_ITEMS,
   RateLimiter,
   type RateLimiterOptions,
 } from './limiter.js';
@@ -60,4 +60,4 @@ export {
   NodeRedisStore,
 } from './stores/node-redis.js';
 export type { ScriptStore } from './stores/store.js';
-export type { Decision, Scope, TakeOptions } from './types.js';
+export type { Decision, Scope, TakeAllItem, TakeAllResult, TakeOptions } from './types.js';

@@ -1,20 +1,27 @@
 /**
- * Scope → Redis key.
+ * Scope → Redis key: key scheme v2.
  *
- * Scheme: `<namespace>:<algorithm>:v<version>:{<sha256-hex>}` where the hash is the SHA-256
- * of `JSON.stringify([tenant, route])`, e.g. `rate:fw:v1:{3b0c…}`.
+ * `<namespace>:{<tenant hash>}:<policy id>[:<rest hash>]`, e.g.
+ * `rate:{9f86d081884c7d659a2feaa0c55ad015}:fw.3c2a9d0e1b7f4a55:5e884898da28047151d0e56f8dc62927`
  *
- * - Structure-safe (S10): the JSON array encoding keeps `["a:b","c"]` and `["a","b:c"]`
- *   apart; no separator inside an id can forge another scope. Lone surrogates are escaped by
- *   `JSON.stringify`, so every string has one encoding.
- * - Bounded: whatever the ids contain (braces, `*`, 10 KB of text), the key is ASCII and of a
- *   fixed length per prefix; user text never reaches Redis, so it cannot act as a hash tag
- *   or a glob pattern. Hashing is not encryption: a known tenant id can be hashed and found.
- * - Cluster-ready (S23): the hash is inside a hash tag `{…}`, so the slot depends on the
- *   scope only; keys that must share a slot can share the tag.
- * - Versioned (S21): the namespace keeps kinds of quota apart; the policy version starts a
- *   fresh counter when a policy changes meaning, so replicas on different versions never
- *   corrupt each other's counters.
+ * - `<tenant hash>`: the first 128 bits (32 hex) of SHA-256 of `JSON.stringify([tenant])`,
+ *   inside a hash tag. The Redis Cluster slot depends on the tenant alone, so every key of
+ *   one tenant — tenant-wide, per route, per user, under every policy — shares one slot, and
+ *   one script can decide several of them atomically (S23, `takeAll`).
+ * - `<policy id>`: the policy's identity (see `Policy.id`): its algorithm tag and a digest of
+ *   its name, every parameter and its version. Two policies that differ in any of these
+ *   never share state (S21).
+ * - `<rest hash>`: the first 128 bits of SHA-256 of `JSON.stringify([route, user])` (an
+ *   absent part is `null`); omitted for a tenant-wide scope (no route, no user).
+ *
+ * Structure-safe (S10): the JSON array encoding keeps `["a:b","c"]` and `["a","b:c"]`
+ * apart, and lone surrogates are escaped, so every scope has one encoding. No caller text
+ * reaches Redis — it cannot form a hash tag or a glob — and the key's length is bounded
+ * (at most 64 + 2 + 32 + 1 + 22 + 1 + 32 characters). Hashing is not encryption: a known
+ * tenant id can be hashed and found.
+ *
+ * Scheme v1 (`<namespace>:<tag>:v<version>:{<hash>}`) keys are never read by this version;
+ * they expire on their own TTLs.
  */
 import { createHash, hash } from 'node:crypto';
 
@@ -24,20 +31,40 @@ const sha256hex: (text: string) => string =
     ? (text) => hash('sha256', text, 'hex')
     : (text) => createHash('sha256').update(text).digest('hex');
 
-/** SHA-256 (hex) of the structure-safe encoding of `[tenant, route]`. */
-export function scopeHash(tenant: string, route: string): string {
-  return sha256hex(JSON.stringify([tenant, route]));
+/** Hex characters kept of each SHA-256 digest in a key (128 bits). */
+const DIGEST_HEX = 32;
+
+/** SHA-256 (first 128 bits, hex) of `JSON.stringify(parts)`. */
+export function digest(parts: readonly unknown[], hexChars = DIGEST_HEX): string {
+  return sha256hex(JSON.stringify(parts)).slice(0, hexChars);
+}
+
+/** The hash tag of a tenant: `{<hash>}`. Every key of the tenant carries it. */
+export function tenantTag(tenant: string): string {
+  return `{${digest([tenant])}}`;
 }
 
 /**
- * The key prefix for one namespace, algorithm and policy version, e.g. `rate:fw:v1:`.
- * Computed once per policy and limiter, not per call.
+ * The Redis key of one scope under one policy (key scheme v2, see the module's doc).
+ *
+ * @param namespace the limiter's namespace (validated by the limiter)
+ * @param policyId the policy's `id`
+ * @param route absent for a tenant-wide scope
+ * @param user absent unless the scope is per user
  */
-export function keyPrefix(namespace: string, algorithm: string, version: string): string {
-  return `${namespace}:${algorithm}:v${version}:`;
+export function scopeKey(
+  namespace: string,
+  policyId: string,
+  tenant: string,
+  route: string | undefined,
+  user: string | undefined,
+): string {
+  const base = `${namespace}:${tenantTag(tenant)}:${policyId}`;
+  if (route === undefined && user === undefined) return base;
+  return `${base}:${digest([route ?? null, user ?? null])}`;
 }
 
-/** The full Redis key of a scope under a prefix from {@link keyPrefix}. */
-export function scopeKey(prefix: string, tenant: string, route: string): string {
-  return `${prefix}{${scopeHash(tenant, route)}}`;
+/** The key of a namespace's reset epoch (see `reset-epoch.ts`). Outside every tenant's slot. */
+export function resetEpochKey(namespace: string): string {
+  return `${namespace}:reset-epoch`;
 }

@@ -1,6 +1,6 @@
 /**
  * The decision path: validate → local denial cache → in-flight cap → coalesced script call
- * on Redis → per-call deadline → decision.
+ * on Redis → per-call deadline → decision. `take`, `takeAll`, `peek` and `reset` all take it.
  *
  * Every decision is made inside one atomic Lua script on the Redis server, on the server's
  * clock; nothing is read and then written from here (S5, S9). The hot path allocates one
@@ -10,7 +10,8 @@ import { performance } from 'node:perf_hooks';
 import { batchId } from './algorithms/batch.js';
 import { decodeDecision, isPolicy, type Policy } from './algorithms/policy.js';
 import type { LuaScript } from './algorithms/script.js';
-import { type BatchItem, Coalescer } from './coalescer.js';
+import { callSafely } from './call-safely.js';
+import { type BatchRequest, Coalescer } from './coalescer.js';
 import { type DeadlineEntry, DeadlineQueue } from './deadline.js';
 import { DenialCache } from './denial-cache.js';
 import {
@@ -20,10 +21,17 @@ import {
   TimeoutError,
   UnavailableError,
 } from './errors.js';
-import { keyPrefix, scopeKey } from './key.js';
+import { resetEpochKey, scopeKey } from './key.js';
+import {
+  EPOCH_POLL_MS,
+  EPOCH_TTL_MS,
+  EPOCH_VALID_MS,
+  newEpochToken,
+  resetEpochScript,
+} from './reset-epoch.js';
 import { type NodeRedisClientLike, NodeRedisStore } from './stores/node-redis.js';
 import type { ScriptStore } from './stores/store.js';
-import type { Decision, Scope, TakeOptions } from './types.js';
+import type { Decision, Scope, TakeAllItem, TakeAllResult, TakeOptions } from './types.js';
 import {
   MAX_TIMER_MS,
   optionalPositiveInteger,
@@ -91,6 +99,12 @@ export interface LimiterStats {
   storeError: number;
   /** Denials answered by the local denial cache (also counted in `limited`). */
   cachedDenials: number;
+  /** `peek` calls answered (they admit and count nothing). */
+  peeks: number;
+  /** `reset` calls that completed. */
+  resets: number;
+  /** Times a changed reset epoch emptied the local denial cache. */
+  cacheInvalidations: number;
   /** Calls sent and not yet answered by Redis (may exceed pending callers after timeouts). */
   inFlight: number;
 }
@@ -98,40 +112,55 @@ export interface LimiterStats {
 const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
 /** Largest `maxBatchSize`: one script call blocks Redis while it runs; keep it short. */
 export const MAX_BATCH_SIZE = 1024;
-/** Longest tenant or route accepted, in UTF-16 code units. */
+/** Longest tenant, route or user accepted, in UTF-16 code units. */
 export const MAX_SCOPE_PART_LENGTH = 65_536;
+/** Most items in one `takeAll`. */
+export const MAX_TAKE_ALL_ITEMS = 16;
 
-/** Per policy and limiter: what every take under the policy shares. */
-interface Compiled {
-  readonly prefix: string;
+const NO_ARGS: readonly string[] = Object.freeze([]);
+
+/** One validated scope under one policy: what a call sends and caches. */
+interface Target {
+  readonly tenant: string;
+  readonly policy: Policy;
   readonly batchId: number;
-  /** The policy's parameters, so that a cached denial answers only the policy it was decided under. */
-  readonly fingerprint: string;
+  readonly cost: number;
+  readonly args: readonly string[];
+  readonly key: string;
+  /** The denial cache's key for this scope and policy ('' without a cache). */
+  readonly localKey: string;
 }
 
 /**
- * One take in flight: its deadline entry and its batch item at once, so that a take costs
- * one object besides its promise.
+ * One take or peek in flight: its deadline entry and its batch request at once, so that a
+ * take costs one object besides its promise.
  */
-class Call implements DeadlineEntry, BatchItem {
+class Call implements DeadlineEntry, BatchRequest {
   deadline = 0;
   settled = false;
-  readonly script: LuaScript;
+  readonly size = 1;
+  readonly script: LuaScript | undefined;
 
   constructor(
     readonly engine: Engine,
+    readonly op: 't' | 'p',
     readonly policy: Policy,
     readonly batchId: number,
     readonly key: string,
-    /** The denial cache's key for this scope (no hashing needed to compute it). */
     readonly localKey: string,
-    readonly fingerprint: string,
     readonly cost: number,
     readonly args: readonly string[],
     readonly resolve: (decision: Decision) => void,
     readonly reject: (error: Error) => void,
   ) {
-    this.script = policy.script;
+    // A lone take goes as its algorithm's own script; a peek always as a batch (dry).
+    this.script = op === 't' ? policy.script : undefined;
+  }
+
+  write(keys: string[], argv: string[]): void {
+    keys.push(this.key);
+    argv.push(String(this.batchId), String(this.args.length));
+    for (const arg of this.args) argv.push(arg);
   }
 
   done(reply: readonly unknown[], offset: number, sentAt: number): void {
@@ -147,6 +176,83 @@ class Call implements DeadlineEntry, BatchItem {
   }
 }
 
+/** One `takeAll` in flight. */
+class GroupCall implements DeadlineEntry, BatchRequest {
+  deadline = 0;
+  settled = false;
+  readonly op = 't' as const;
+  readonly script = undefined;
+  readonly key = '';
+  readonly args = NO_ARGS;
+  readonly size: number;
+
+  constructor(
+    readonly engine: Engine,
+    readonly targets: readonly Target[],
+    readonly resolve: (result: TakeAllResult) => void,
+    readonly reject: (error: Error) => void,
+  ) {
+    this.size = targets.length;
+  }
+
+  write(keys: string[], argv: string[]): void {
+    for (const target of this.targets) {
+      keys.push(target.key);
+      argv.push(String(target.batchId), String(target.args.length));
+      for (const arg of target.args) argv.push(arg);
+    }
+  }
+
+  done(reply: readonly unknown[], offset: number, sentAt: number): void {
+    this.engine.groupAnswered(this, reply, offset, sentAt);
+  }
+
+  fail(error: Error): void {
+    this.engine.failed(this, error);
+  }
+
+  expire(): void {
+    this.engine.expired(this);
+  }
+}
+
+/** One `reset` in flight: the key's DEL, then the namespace's new reset epoch. */
+class ResetCall implements DeadlineEntry, BatchRequest {
+  deadline = 0;
+  settled = false;
+  readonly op = 'r' as const;
+  readonly size = 1;
+  readonly script = undefined;
+  readonly args = NO_ARGS;
+
+  constructor(
+    readonly engine: Engine,
+    readonly key: string,
+    readonly localKey: string,
+    readonly resolve: (existed: boolean) => void,
+    readonly reject: (error: Error) => void,
+  ) {}
+
+  write(keys: string[], argv: string[]): void {
+    keys.push(this.key);
+    argv.push('0', '0');
+  }
+
+  done(reply: readonly unknown[], offset: number): void {
+    this.engine.deleted(this, reply[offset] === 1);
+  }
+
+  fail(error: Error): void {
+    this.engine.failed(this, error);
+  }
+
+  expire(): void {
+    this.engine.expired(this);
+  }
+}
+
+type AnyCall = Call | GroupCall | ResetCall;
+
 /** The limiter's state, shared with its calls. */
 class Engine {
   readonly stats: LimiterStats = {
@@ -158,60 +264,205 @@ class Engine {
     overload: 0,
     storeError: 0,
     cachedDenials: 0,
+    peeks: 0,
+    resets: 0,
+    cacheInvalidations: 0,
     inFlight: 0,
   };
 
+  /** The reset epoch token last read (undefined before the first read). */
+  #epoch: string | undefined;
+  /** When the read that confirmed `#epoch` was sent (clock ms). */
+  #epochConfirmedAt = Number.NEGATIVE_INFINITY;
+  /** When the last epoch read was sent, and its sequence number. */
+  #epochReadAt = Number.NEGATIVE_INFINITY;
+  #epochRead = 0;
+  #epochReading = false;
+  /** Denials decided by calls sent before this time are not cached (see reset-epoch.ts). */
+  #epochFloor = Number.NEGATIVE_INFINITY;
+
   constructor(
+    readonly store: ScriptStore,
     readonly deadlines: DeadlineQueue,
     readonly denials: DenialCache | undefined,
     /** The store's clock (ms), which times the denial cache. */
     readonly clock: () => number,
+    readonly epochKey: string,
   ) {}
+
+  /** A cached denial for a take of `cost` on `target`'s scope, if the cache holds one. */
+  held(localKey: string, policy: Policy, cost: number): Decision | undefined {
+    const denials = this.denials;
+    if (denials === undefined || denials.size === 0) return undefined;
+    const now = this.clock();
+    const held = denials.get(localKey, now);
+    if (held === undefined || !(held.anyCost || cost === 1 || cost > policy.maxCost)) {
+      return undefined;
+    }
+    if (!this.#epochFresh(now)) return undefined;
+    return {
+      allowed: false,
+      remaining: 0,
+      limit: held.limit,
+      resetMs: Math.max(0, Math.ceil(held.resetAt - now)),
+      retryAfterMs:
+        cost > policy.maxCost
+          ? Number.POSITIVE_INFINITY
+          : Math.max(1, Math.ceil(held.retryAt - now)),
+    };
+  }
+
+  /** True while the reset epoch was confirmed recently enough to answer from the cache. */
+  #epochFresh(now: number): boolean {
+    const stale = now - this.#epochReadAt;
+    if (stale >= EPOCH_POLL_MS && (!this.#epochReading || stale > EPOCH_VALID_MS)) {
+      this.#readEpoch(now);
+    }
+    return now - this.#epochConfirmedAt <= EPOCH_VALID_MS;
+  }
+
+  #readEpoch(sentAt: number): void {
+    const read = ++this.#epochRead;
+    this.#epochReading = true;
+    this.#epochReadAt = sentAt;
+    callSafely(
+      () => this.store.evalScript(resetEpochScript, [this.epochKey], ['', '0']),
+      () => new UnavailableError('the store returned no promise'),
+    ).then(
+      (reply) => {
+        if (read !== this.#epochRead) return; // a newer read was sent since
+        this.#epochReading = false;
+        const token = typeof reply === 'string' ? reply : String(reply ?? '');
+        if (token !== this.#epoch) {
+          // A reset happened (or this is the first read): what was cached may predate it.
+          if (this.#epoch !== undefined) this.stats.cacheInvalidations++;
+          this.denials?.clear();
+          this.#epochFloor = sentAt;
+          this.#epoch = token;
+        }
+        this.#epochConfirmedAt = sentAt;
+      },
+      () => {
+        if (read === this.#epochRead) this.#epochReading = false;
+      },
+    );
+  }
+
+  /** Caches what `decision` makes certain (see `Policy.denialHold`). */
+  #remember(
+    policy: Policy,
+    localKey: string,
+    cost: number,
+    decision: Decision,
+    sentAt: number,
+    dry: boolean,
+  ): void {
+    const denials = this.denials;
+    if (denials === undefined || (dry && decision.allowed) || sentAt < this.#epochFloor) return;
+    const hold = policy.denialHold(decision, cost);
+    if (hold === undefined) return;
+    const now = this.clock();
+    denials.set(
+      localKey,
+      {
+        until: sentAt + hold.ms,
+        resetAt: now + decision.resetMs,
+        retryAt: now + hold.ms + 1,
+        limit: decision.limit,
+        anyCost: hold.anyCost,
+      },
+      now,
+    );
+  }
 
   answered(call: Call, reply: readonly unknown[], offset: number, sentAt: number): void {
     this.stats.inFlight--;
     const decision = decodeDecision(reply, offset, call.policy.limit);
     if (decision === undefined) {
-      this.failed(call, new StoreError(`ERR unexpected reply from ${call.script.name}`), true);
+      this.failed(
+        call,
+        new StoreError(`ERR unexpected reply from ${call.policy.script.name}`),
+        true,
+      );
       return;
     }
-    if (this.denials !== undefined) {
-      const hold = call.policy.denialHold(decision, call.cost);
-      if (hold !== undefined) {
-        const now = this.clock();
-        this.denials.set(
-          call.localKey,
-          {
-            until: sentAt + hold.ms,
-            resetAt: now + decision.resetMs,
-            retryAt: now + hold.ms + 1,
-            limit: decision.limit,
-            fingerprint: call.fingerprint,
-            anyCost: hold.anyCost,
-          },
-          now,
-        );
-      }
-    }
+    const dry = call.op === 'p';
+    this.#remember(call.policy, call.localKey, call.cost, decision, sentAt, dry);
     if (!this.deadlines.settle(call)) return; // the caller already got a TimeoutError
-    if (decision.allowed) this.stats.allowed++;
+    if (dry) this.stats.peeks++;
+    else if (decision.allowed) this.stats.allowed++;
     else this.stats.limited++;
     call.resolve(decision);
   }
 
-  failed(call: Call, error: unknown, counted = false): void {
-    if (!counted) this.stats.inFlight--;
+  groupAnswered(call: GroupCall, reply: readonly unknown[], offset: number, sentAt: number): void {
+    this.stats.inFlight--;
+    const decisions: Decision[] = [];
+    let allowed = true;
+    let retryAfterMs = 0;
+    for (let j = 0; j < call.targets.length; j++) {
+      const target = call.targets[j] as Target;
+      const decision = decodeDecision(reply, offset + 4 * j, target.policy.limit);
+      if (decision === undefined) {
+        this.failed(call, new StoreError('ERR unexpected reply from batch'), true);
+        return;
+      }
+      decisions.push(decision);
+      if (!decision.allowed) allowed = false;
+      if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
+    }
+    for (let j = 0; j < decisions.length; j++) {
+      const target = call.targets[j] as Target;
+      this.#remember(
+        target.policy,
+        target.localKey,
+        target.cost,
+        decisions[j] as Decision,
+        sentAt,
+        false,
+      );
+    }
     if (!this.deadlines.settle(call)) return;
-    if (error instanceof StoreError) this.stats.storeError++;
-    else this.stats.unavailable++;
-    call.reject(
-      error instanceof StoreError || error instanceof UnavailableError
-        ? error
-        : toUnavailable(error),
+    if (allowed) this.stats.allowed++;
+    else this.stats.limited++;
+    call.resolve({ allowed, decisions, retryAfterMs: allowed ? 0 : retryAfterMs, cached: false });
+  }
+
+  /** The scope's key is gone: drop its cached denial here, then tell every other limiter. */
+  deleted(call: ResetCall, existed: boolean): void {
+    this.denials?.delete(call.localKey);
+    callSafely(
+      () =>
+        this.store.evalScript(
+          resetEpochScript,
+          [this.epochKey],
+          [newEpochToken(), String(EPOCH_TTL_MS)],
+        ),
+      () => new UnavailableError('the store returned no promise'),
+    ).then(
+      () => {
+        this.stats.inFlight--;
+        if (!this.deadlines.settle(call)) return;
+        this.stats.resets++;
+        call.resolve(existed);
+      },
+      (error: unknown) => this.failed(call, error),
     );
   }
 
-  expired(call: Call): void {
+  failed(call: AnyCall, error: unknown, counted = false): void {
+    if (!counted) this.stats.inFlight--;
+    if (!this.deadlines.settle(call)) return;
+    const failure =
+      error instanceof StoreError || error instanceof UnavailableError
+        ? error
+        : toUnavailable(error);
+    if (failure instanceof StoreError) this.stats.storeError++;
+    else this.stats.unavailable++;
+    call.reject(failure);
+  }
+
+  expired(call: AnyCall): void {
     this.stats.timeout++;
     call.reject(new TimeoutError(this.deadlines.timeoutMs));
   }
@@ -222,12 +473,19 @@ function toUnavailable(error: unknown): UnavailableError {
   return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
 }
 
+/** A validated scope: its parts as read once. */
+interface ScopeParts {
+  readonly tenant: string;
+  readonly route: string | undefined;
+  readonly user: string | undefined;
+}
+
 export class RateLimiter {
   readonly #namespace: string;
   readonly #maxInFlight: number;
   readonly #engine: Engine;
   readonly #coalescer: Coalescer;
-  readonly #compiled = new WeakMap<Policy, Compiled>();
+  readonly #batchIds = new WeakMap<Policy, number>();
 
   /** @throws {InvalidInputError} for a missing/ambiguous store or an out-of-range option. */
   constructor(options: RateLimiterOptions) {
@@ -284,9 +542,18 @@ export class RateLimiter {
           );
     const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
     this.#coalescer = new Coalescer(store, maxBatchSize, clock);
-    this.#engine = new Engine(new DeadlineQueue(timeoutMs), denials, clock);
-    // `take` may be passed around as a function (`const take = limiter.take`).
+    this.#engine = new Engine(
+      store,
+      new DeadlineQueue(timeoutMs),
+      denials,
+      clock,
+      resetEpochKey(namespace),
+    );
+    // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);
+    this.takeAll = this.takeAll.bind(this);
+    this.peek = this.peek.bind(this);
+    this.reset = this.reset.bind(this);
   }
 
   /**
@@ -302,79 +569,98 @@ export class RateLimiter {
    * @throws {StoreError} Redis replied with an error (e.g. `WRONGTYPE`, `OOM`).
    */
   take(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    return this.#decide('t', scope, policy, options);
+  }
+
+  /**
+   * The decision `take(scope, policy, options)` would get now, made by the same script on
+   * Redis, consuming and writing nothing (not even a repair of foreign state). For
+   * inspection and for "check only" callers; a later take may decide differently.
+   *
+   * @throws the errors of {@link take}.
+   */
+  peek(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    return this.#decide('p', scope, policy, options);
+  }
+
+  /**
+   * Takes from several limits at once, all or nothing, in one atomic script call: when any
+   * item is denied, no item consumes anything. For stacked limits (10 per second *and*
+   * 1,000 per hour) and for tenant-wide plus per-route or per-user limits. Every item must
+   * be of the same tenant (their keys share one Redis Cluster hash slot), and no two items
+   * may name the same scope under the same policy.
+   *
+   * @param items 1 to 16 of `{ scope, policy, cost? }`.
+   * @returns see {@link TakeAllResult}.
+   * @throws {InvalidInputError} no items or more than 16, an invalid item (`items[i]…`),
+   *   items of different tenants, or a repeated scope and policy (nothing sent to Redis).
+   * @throws the failures of {@link take}; a failure rejects the whole call.
+   */
+  takeAll(items: readonly TakeAllItem[]): Promise<TakeAllResult> {
     const engine = this.#engine;
-    let args: readonly string[];
-    let compiled: Compiled;
-    let cost: number;
-    let tenant: string;
-    let route: string;
+    let targets: Target[];
     try {
-      if (!isPolicy(policy)) {
-        throw new InvalidInputError(
-          'policy',
-          'a policy from a builder such as fixedWindow()',
-          policy,
-        );
-      }
-      cost = takeCost(options);
-      compiled = this.#compile(policy);
-      tenant = scopePart(scope, 'tenant');
-      route = scopePart(scope, 'route');
-      args = policy.args(cost);
+      targets = this.#targets(items);
     } catch (error) {
       engine.stats.invalid++;
       return Promise.reject(error);
     }
-    const denials = engine.denials;
-    // The cache is keyed by the scope's text, so a cached denial costs no hashing
-    // (and without a cache the key is never built).
-    const localKey =
-      denials === undefined ? '' : `${compiled.prefix}${tenant.length}:${tenant}${route}`;
-    if (denials !== undefined && denials.size > 0) {
-      const cacheNow = engine.clock();
-      const held = denials.get(localKey, cacheNow);
-      if (
-        held !== undefined &&
-        held.fingerprint === compiled.fingerprint &&
-        (held.anyCost || cost === 1 || cost > policy.maxCost)
-      ) {
-        engine.stats.limited++;
-        engine.stats.cachedDenials++;
-        return Promise.resolve({
-          allowed: false,
-          remaining: 0,
-          limit: held.limit,
-          resetMs: Math.max(0, Math.ceil(held.resetAt - cacheNow)),
-          retryAfterMs:
-            cost > policy.maxCost
-              ? Number.POSITIVE_INFINITY
-              : Math.max(1, Math.ceil(held.retryAt - cacheNow)),
-        });
-      }
+    let cached: Decision[] | undefined;
+    let retryAfterMs = 0;
+    for (let j = 0; j < targets.length; j++) {
+      const target = targets[j] as Target;
+      const held = engine.held(target.localKey, target.policy, target.cost);
+      if (held === undefined) continue;
+      cached ??= targets.map((t) => ({
+        allowed: false,
+        remaining: 0,
+        limit: t.policy.limit,
+        resetMs: 0,
+        retryAfterMs: 0,
+      }));
+      cached[j] = held;
+      if (held.retryAfterMs > retryAfterMs) retryAfterMs = held.retryAfterMs;
     }
-    const now = performance.now();
-    if (engine.stats.inFlight >= this.#maxInFlight) {
-      engine.stats.overload++;
-      return Promise.reject(new OverloadError(this.#maxInFlight));
+    if (cached !== undefined) {
+      engine.stats.limited++;
+      engine.stats.cachedDenials++;
+      return Promise.resolve({ allowed: false, decisions: cached, retryAfterMs, cached: true });
     }
-    engine.stats.inFlight++;
-    const key = scopeKey(compiled.prefix, tenant, route);
-    return new Promise<Decision>((resolve, reject) => {
-      const call = new Call(
-        engine,
-        policy,
-        compiled.batchId,
-        key,
-        localKey,
-        compiled.fingerprint,
-        cost,
-        args,
-        resolve,
-        reject,
-      );
-      engine.deadlines.track(call, now);
-      this.#coalescer.add(call);
-    });
+    return this.#send((resolve, reject) => new GroupCall(engine, targets, resolve, reject));
+  }
+
+  /**
+   * Deletes the state of `scope` under `policy` on Redis, so its next take starts afresh,
+   * and tells every limiter sharing the Redis (same namespace) to stop answering cached
+   * denials: none answers one later than 750 ms after this resolves (see `reset-epoch.ts`).
+   *
+   * @returns true when there was state to delete, false when there was none.
+   * @throws the errors of {@link take}. A failure after the delete (the epoch write) rejects
+   *   too: the state is gone, but other limiters may answer cached denials until they end.
+   */
+  reset(scope: Scope, policy: Policy): Promise<boolean> {
+    let target: Target;
+    try {
+      target = this.#target(scope, policy, undefined, 'scope', 'policy', 'options');
+    } catch (error) {
+      this.#engine.stats.invalid++;
+      return Promise.reject(error);
+    }
+    return this.#send(
+      (resolve, reject) =>
+        new ResetCall(this.#engine, target.key, target.localKey, resolve, reject),
+    );
+  }
+
+  /**
+   * The Redis key that holds `scope`'s state under `policy` in this limiter's namespace
+   * (key scheme v2, see `key.ts`): for operators and tests. Reading it is harmless; edit it
+   * only through `reset`.
+   *
+   * @throws {InvalidInputError} bad scope or policy.
+   */
+  keyOf(scope: Scope, policy: Policy): string {
+    return this.#target(scope, policy, undefined, 'scope', 'policy', 'options').key;
   }
 
   /** A snapshot of the outcome counters. */
@@ -382,34 +668,161 @@ export class RateLimiter {
     return { ...this.#engine.stats };
   }
 
-  #compile(policy: Policy): Compiled {
-    let compiled = this.#compiled.get(policy);
-    if (compiled === undefined) {
-      const id = batchId(policy.script);
-      if (id === undefined)
-        throw new InvalidInputError('policy', 'a policy of a known algorithm', policy);
-      compiled = {
-        prefix: keyPrefix(this.#namespace, policy.keyTag, policy.version),
-        batchId: id,
-        fingerprint: policy.args(1).join(' '),
-      };
-      this.#compiled.set(policy, compiled);
+  #decide(op: 't' | 'p', scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    const engine = this.#engine;
+    let target: Target;
+    try {
+      target = this.#target(scope, policy, options, 'scope', 'policy', 'options');
+    } catch (error) {
+      engine.stats.invalid++;
+      return Promise.reject(error);
     }
-    return compiled;
+    const held = engine.held(target.localKey, policy, target.cost);
+    if (held !== undefined) {
+      if (op === 'p') engine.stats.peeks++;
+      else {
+        engine.stats.limited++;
+        engine.stats.cachedDenials++;
+      }
+      return Promise.resolve(held);
+    }
+    return this.#send(
+      (resolve, reject) =>
+        new Call(
+          engine,
+          op,
+          policy,
+          target.batchId,
+          target.key,
+          target.localKey,
+          target.cost,
+          target.args,
+          resolve,
+          reject,
+        ),
+    );
+  }
+
+  /** The in-flight cap, the deadline and the coalescer, for every kind of call. */
+  #send<T>(
+    make: (resolve: (value: T) => void, reject: (error: Error) => void) => AnyCall,
+  ): Promise<T> {
+    const engine = this.#engine;
+    const now = performance.now();
+    if (engine.stats.inFlight >= this.#maxInFlight) {
+      engine.stats.overload++;
+      return Promise.reject(new OverloadError(this.#maxInFlight));
+    }
+    engine.stats.inFlight++;
+    return new Promise<T>((resolve, reject) => {
+      const call = make(resolve, reject);
+      engine.deadlines.track(call, now);
+      this.#coalescer.add(call);
+    });
+  }
+
+  #targets(items: readonly TakeAllItem[]): Target[] {
+    if (!Array.isArray(items) || items.length < 1 || items.length > MAX_TAKE_ALL_ITEMS) {
+      throw new InvalidInputError(
+        'items',
+        `an array of 1 to ${MAX_TAKE_ALL_ITEMS} { scope, policy, cost? }`,
+        items,
+      );
+    }
+    const targets: Target[] = [];
+    const seen = new Map<string, number>();
+    let tenant: string | undefined;
+    for (let i = 0; i < items.length; i++) {
+      const field = `items[${i}]`;
+      const item = items[i];
+      const target = this.#target(
+        readProperty(item, 'scope', field) as Scope,
+        readProperty(item, 'policy', field) as Policy,
+        item,
+        `${field}.scope`,
+        `${field}.policy`,
+        field,
+      );
+      if (tenant === undefined) tenant = target.tenant;
+      else if (target.tenant !== tenant) {
+        throw new InvalidInputError(
+          `${field}.scope.tenant`,
+          'the tenant of items[0] (one takeAll decides for one tenant)',
+          target.tenant,
+        );
+      }
+      const earlier = seen.get(target.key);
+      if (earlier !== undefined) {
+        throw new InvalidInputError(
+          field,
+          `a scope and policy not already in items[${earlier}]`,
+          item,
+        );
+      }
+      seen.set(target.key, i);
+      targets.push(target);
+    }
+    return targets;
+  }
+
+  /** Validates one scope, policy and cost (reading each field once) into a target. */
+  #target(
+    scope: Scope,
+    policy: Policy,
+    options: TakeOptions | undefined,
+    scopeField: string,
+    policyField: string,
+    optionsField: string,
+  ): Target {
+    if (!isPolicy(policy)) {
+      throw new InvalidInputError(
+        policyField,
+        'a policy from a builder such as fixedWindow()',
+        policy,
+      );
+    }
+    const cost = takeCost(options, optionsField);
+    const batchId = this.#batchId(policy, policyField);
+    const parts = scopeParts(scope, scopeField);
+    const args = policy.args(cost);
+    const key = scopeKey(this.#namespace, policy.id, parts.tenant, parts.route, parts.user);
+    // The cache is keyed by the scope's text, so a cached denial costs no hashing.
+    const localKey =
+      this.#engine.denials === undefined
+        ? ''
+        : `${policy.id}|${parts.tenant.length}:${parts.tenant}|${
+            parts.route === undefined ? '' : `${parts.route.length}:${parts.route}`
+          }|${parts.user ?? ''}`;
+    return { tenant: parts.tenant, policy, batchId, cost, args, key, localKey };
+  }
+
+  #batchId(policy: Policy, field: string): number {
+    let id = this.#batchIds.get(policy);
+    if (id === undefined) {
+      id = batchId(policy.script);
+      if (id === undefined)
+        throw new InvalidInputError(field, 'a policy of a known algorithm', policy);
+      this.#batchIds.set(policy, id);
+    }
+    return id;
   }
 }
 
-function takeCost(options: TakeOptions | undefined): number {
+function takeCost(options: TakeOptions | undefined, field: string): number {
   if (options === undefined) return 1;
-  const cost = readProperty(options, 'cost', 'options');
-  return cost === undefined ? 1 : positiveSafeInteger('options.cost', cost);
+  const cost = readProperty(options, 'cost', field);
+  return cost === undefined ? 1 : positiveSafeInteger(`${field}.cost`, cost);
 }
 
-/** Reads `scope[part]` once and checks it; the value returned is the value checked. */
-function scopePart(scope: unknown, part: 'tenant' | 'route'): string {
-  const value = readProperty(scope, part, 'scope');
-  checkPart(`scope.${part}`, value);
-  return value;
+/** Reads each part of `scope` once and checks it; the values returned are the values checked. */
+function scopeParts(scope: unknown, field: string): ScopeParts {
+  const tenant = readProperty(scope, 'tenant', field);
+  checkPart(`${field}.tenant`, tenant);
+  const route = readProperty(scope, 'route', field);
+  if (route !== undefined) checkPart(`${field}.route`, route);
+  const user = readProperty(scope, 'user', field);
+  if (user !== undefined) checkPart(`${field}.user`, user);
+  return { tenant, route, user };
 }
 
 function checkPart(field: string, value: unknown): asserts value is string {

@@ -2,17 +2,29 @@
  * The shapes shared by every part of sluice. Every duration is in milliseconds and its
  * name ends in `Ms`.
  */
+import type { Policy } from './algorithms/policy.js';
 
 /**
- * Who is limited, for what. Both parts come from the server, never from the request:
+ * Who is limited, for what. Every part comes from the server, never from the request:
  * `tenant` from the verified session (S2), `route` from a fixed business route template such
- * as `"POST/orders"`, never the raw URL with its query string (S1).
+ * as `"POST/orders"`, never the raw URL with its query string (S1), `user` from the session.
+ *
+ * - `{ tenant }`: a tenant-wide limit, over every route;
+ * - `{ tenant, route }`: one route of a tenant;
+ * - `{ tenant, route, user }`: one user of a tenant on one route (`{ tenant, user }`: one
+ *   user over every route).
+ *
+ * Every key of one tenant shares one Redis Cluster hash slot, so one `takeAll` can decide
+ * limits of several scopes of the same tenant atomically. Each part is a non-empty string
+ * of at most 65,536 UTF-16 code units; none of it reaches Redis in clear (see `key.ts`).
  */
 export interface Scope {
-  /** The authenticated tenant (or API key, user…): a non-empty string of at most 65,536 UTF-16 code units. */
+  /** The authenticated tenant (or API key): required. */
   readonly tenant: string;
-  /** The business route template, e.g. `"POST/orders"`: a non-empty string of at most 65,536 UTF-16 code units. */
-  readonly route: string;
+  /** The business route template, e.g. `"POST/orders"`; absent for a tenant-wide limit. */
+  readonly route?: string;
+  /** The user inside the tenant; absent for a limit shared by the tenant's users. */
+  readonly user?: string;
 }
 
 /**
@@ -46,4 +58,32 @@ export interface Decision {
 export interface TakeOptions {
   /** Units this request consumes: a positive safe integer. Default 1. */
   readonly cost?: number;
+}
+
+/** One item of `takeAll`: a scope, its policy and the units to spend (default 1). */
+export interface TakeAllItem {
+  readonly scope: Scope;
+  readonly policy: Policy;
+  /** A positive safe integer; default 1. */
+  readonly cost?: number;
+}
+
+/**
+ * The answer to one `takeAll`: all or nothing.
+ *
+ * - `allowed`: every item was admitted and counted; when false, no item consumed anything.
+ * - `decisions[i]`: item i's decision. When refused, every `allowed` is false; a blocking
+ *   item reports its denial, an item that would have fitted reports its state as it is
+ *   (`remaining` units left now, `resetMs`) with `retryAfterMs: 0`. When the local denial
+ *   cache refused it (`cached: true`), only the items it held were evaluated: the others
+ *   report `remaining: 0`, `resetMs: 0`, `retryAfterMs: 0`.
+ * - `retryAfterMs`: 0 when allowed; else the largest `retryAfterMs` among the blocking items
+ *   (`Infinity` when one of them can never fit).
+ */
+export interface TakeAllResult {
+  readonly allowed: boolean;
+  readonly decisions: readonly Decision[];
+  readonly retryAfterMs: number;
+  /** True when the local denial cache refused it without a Redis call. */
+  readonly cached: boolean;
 }

@@ -1,44 +1,122 @@
--- Batch: many decisions in one script call, applied in order, each isolated from the others.
+-- Batch: many requests in one script call, applied in order, each isolated from the others.
 --
--- The decision path coalesces the takes issued in the same event-loop turn into one call of
--- this script. Each item runs the very same algorithm body as the single-decision script
--- (the bodies are inserted below as functions of (i, base) when the script is built, see
--- batch.ts), so a batch of N items decides exactly as N separate calls in that order would.
--- One item's error (say, a key of the wrong type) is caught and reported for that item only.
+-- The decision path coalesces the requests issued in the same event-loop turn into one call
+-- of this script. Each item runs the very same algorithm body as the single-decision script
+-- (the bodies are inserted below as functions of (i, base, dry, probe) when the script is
+-- built, see batch.ts), so a batch decides exactly as the same requests one by one in that
+-- order would. One request's error (say, a key of the wrong type) is caught and reported for
+-- that request only.
 --
--- KEYS[i]  the key of item i
--- ARGV     for each item i, in order: algorithm id, n (argument count), then its n arguments
+-- A request is a group of items with an operation:
+--   t  take: all or nothing. One item is decided as a lone take. Several (takeAll) are first
+--      decided dry (nothing written); only when every item is admitted are they all taken,
+--      else nothing is written and each item reports the state as it is (an item that would
+--      have fitted reports retryAfterMs 0).
+--   p  peek: every item decided dry; nothing is written.
+--   r  reset: DEL of the item's key (its reply: 1 when the key existed, else 0).
+--
+-- KEYS     every item's key, in order
+-- ARGV     for each request: op, n (its item count), then for each item: algorithm id (0 for
+--          a reset), argument count, then the arguments
 --
 -- Returns one flat array (one RESP array for the whole batch, cheap to decode): for each
--- item i, four integers at 4(i-1)+1 … 4i — the algorithm's reply { allowed, remaining,
--- resetMs, retryAfterMs }, or { -1, k, 0, 0 } when the item failed — followed by the error
--- messages, the k-th failed item's message at 4N + k.
+-- item, four integers — the algorithm's reply { allowed, remaining, resetMs, retryAfterMs },
+-- or { -1, k, 0, 0 } when its request failed — followed by the error messages, the k-th at
+-- 4N + k (N the number of items). A failed request reports its error on every item.
 
 local ALGORITHMS = {}
 --[[ALGORITHMS]]--
 
 local out = {}
 local errors = {}
-local a = 1
 local o = 1
-for i = 1, #KEYS do
-  local algorithm = ALGORITHMS[tonumber(ARGV[a])]
-  local base = a + 1 -- ARGV[base] is the argument count; the arguments follow it
-  a = base + 1 + tonumber(ARGV[base])
-  local ok, reply
-  if algorithm == nil then
-    ok, reply = false, 'ERR unknown algorithm id ' .. tostring(ARGV[base - 1])
-  else
-    ok, reply = pcall(algorithm, i, base)
-  end
-  if ok then
-    out[o], out[o + 1], out[o + 2], out[o + 3] = reply[1], reply[2], reply[3], reply[4]
-  else
-    if type(reply) == 'table' and reply.err then reply = reply.err end
-    errors[#errors + 1] = tostring(reply)
-    out[o], out[o + 1], out[o + 2], out[o + 3] = -1, #errors, 0, 0
-  end
+
+local function decide(i, id, base, dry, probe)
+  local algorithm = ALGORITHMS[id]
+  if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
+  return pcall(algorithm, i, base, dry, probe)
+end
+
+local function emit(a, b, c, d)
+  out[o], out[o + 1], out[o + 2], out[o + 3] = a, b, c, d
   o = o + 4
 end
-for k = 1, #errors do out[o + k - 1] = errors[k] end
+
+local function failed(n, reply)
+  if type(reply) == 'table' and reply.err then reply = reply.err end
+  errors[#errors + 1] = tostring(reply)
+  for _ = 1, n do emit(-1, #errors, 0, 0) end
+end
+
+local a = 1 -- ARGV cursor
+local k = 0 -- KEYS cursor
+while a <= #ARGV do
+  local op = ARGV[a]
+  local n = tonumber(ARGV[a + 1])
+  a = a + 2
+  local ids, bases = {}, {}
+  for j = 1, n do
+    ids[j] = tonumber(ARGV[a])
+    bases[j] = a + 1 -- ARGV[base] is the argument count; the arguments follow it
+    a = a + 2 + tonumber(ARGV[a + 1])
+  end
+  local first = k + 1
+  k = k + n
+
+  if op == 'r' then
+    emit(redis.call('DEL', KEYS[first]), 0, 0, 0)
+  elseif op == 't' and n == 1 then
+    local ok, r = decide(first, ids[1], bases[1], false, false)
+    if ok then emit(r[1], r[2], r[3], r[4]) else failed(1, r) end
+  else
+    -- Every item decided dry first: nothing written yet.
+    local replies = {}
+    local all = true
+    local ok, r
+    for j = 1, n do
+      ok, r = decide(first + j - 1, ids[j], bases[j], true, false)
+      if not ok then break end
+      replies[j] = r
+      if r[1] ~= 1 then all = false end
+    end
+    if not ok then
+      failed(n, r)
+    elseif op == 'p' then
+      for j = 1, n do
+        r = replies[j]
+        emit(r[1], r[2], r[3], r[4])
+      end
+    elseif all then
+      -- Every item fits: take them all, in order (distinct keys: each decides as it did dry).
+      local results = {}
+      for j = 1, n do
+        ok, r = decide(first + j - 1, ids[j], bases[j], false, false)
+        if not ok then break end
+        results[j] = r
+      end
+      if not ok then
+        failed(n, r)
+      else
+        for j = 1, n do
+          r = results[j]
+          emit(r[1], r[2], r[3], r[4])
+        end
+      end
+    else
+      -- Refused: nothing is written. A blocking item reports its denial; an item that would
+      -- have fitted reports the state as it is (a probe), with retryAfterMs 0.
+      for j = 1, n do
+        r = replies[j]
+        if r[1] == 1 then
+          ok, r = decide(first + j - 1, ids[j], bases[j], true, true)
+          if not ok then r = { 0, 0, 0, 0 } end
+          emit(0, r[2], r[3], 0)
+        else
+          emit(0, r[2], r[3], r[4])
+        end
+      end
+    end
+  end
+end
+for e = 1, #errors do out[o + e - 1] = errors[e] end
 return out

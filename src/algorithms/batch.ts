@@ -1,10 +1,11 @@
 /**
  * The batch script: the template in `batch.lua` with every algorithm's body inserted as a
- * function of `(i, base)` — item `i`'s key is `KEYS[i]` and its arguments start after
- * `ARGV[base]`. An algorithm file reads only `KEYS[1]` and `ARGV[<literal n>]`; building the
- * batch rewrites those to `KEYS[i]` and `ARGV[base + n]`, so each body runs unchanged (one
- * source of truth per algorithm, decided alone or in a batch) without copying arguments
- * into a table per item.
+ * function of `(i, base, dry, probe)` — item `i`'s key is `KEYS[i]` and its arguments start
+ * after `ARGV[base]`. An algorithm file reads only `KEYS[1]` and `ARGV[<literal n>]`; building
+ * the batch rewrites those to `KEYS[i]` and `ARGV[base + n]`, and drops the file's
+ * `mode:begin … mode:end` block (a lone take's `dry, probe = false, false`), so each body runs
+ * unchanged (one source of truth per algorithm, for take, peek and takeAll, alone or in a
+ * batch) without copying arguments into a table per item.
  */
 import { readFileSync } from 'node:fs';
 import { ALGORITHMS } from './registry.js';
@@ -23,7 +24,12 @@ export function batchId(script: LuaScript): number | undefined {
 
 /** An algorithm body rewritten to read item `i`'s key and the arguments after `ARGV[base]`. */
 export function batchBody(script: LuaScript): string {
+  const mode = /-- mode:begin[\s\S]*?-- mode:end[^\n]*\n/;
+  if (!mode.test(script.source)) {
+    throw new Error(`${script.name}.lua has no mode:begin … mode:end block`);
+  }
   const body = script.source
+    .replace(mode, '')
     .replace(/\bKEYS\[1\]/g, 'KEYS[i]')
     .replace(/\bARGV\[(\d+)\]/g, (_, n: string) => `ARGV[base + ${n}]`);
   const code = body.replace(/--.*$/gm, '');
@@ -36,14 +42,25 @@ export function batchBody(script: LuaScript): string {
   return body;
 }
 
-function build(): LuaScript {
-  const template = readFileSync(new URL('./batch.lua', import.meta.url), 'utf8');
-  const functions = BATCH_ALGORITHMS.map(
-    (script, i) =>
-      `-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base)\n${batchBody(script)}\nend`,
-  ).join('\n\n');
-  return scriptFromSource('batch', template.replace('--[[ALGORITHMS]]--', functions), 0);
+const template = readFileSync(new URL('./batch.lua', import.meta.url), 'utf8');
+
+/**
+ * Builds a batch script from `scripts`, in batch-id order (the production batch from the
+ * production scripts; tests build one from variants of them).
+ */
+export function buildBatch(scripts: readonly LuaScript[], name = 'batch'): LuaScript {
+  const functions = scripts
+    .map(
+      (script, i) =>
+        `-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base, dry, probe)\n${batchBody(script)}\nend`,
+    )
+    .join('\n\n');
+  return scriptFromSource(
+    name,
+    template.replace('--[[ALGORITHMS]]--', () => functions),
+    0,
+  );
 }
 
 /** The batch script (its key count varies per call). */
-export const batchScript: LuaScript = build();
+export const batchScript: LuaScript = buildBatch(BATCH_ALGORITHMS);

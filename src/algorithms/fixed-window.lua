@@ -4,6 +4,11 @@
 -- remaining lifetime. Time is the key's TTL on the Redis server, in milliseconds: the
 -- callers' clocks never decide. Touches exactly one key; no loops, no scans.
 --
+-- Bounded state: the key never lives longer than the window. A counter without a TTL, or
+-- with one longer than the window (a hand edit), gets the window (S6: self-healing, never a
+-- way to extend a live window). A value that is not a count this policy could have written
+-- (not an integer, negative, above the limit) is foreign state: the scope starts afresh.
+--
 -- KEYS[1]  the counter of one scope (string holding an integer)
 -- ARGV[1]  limit     units admitted per window, integer >= 1
 -- ARGV[2]  windowMs  window length in milliseconds, integer >= 1
@@ -24,40 +29,41 @@ local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 
-local current = redis.call('GET', key)
+-- mode:begin  (a take; the batch script sets these per item: dry = decide without writing
+-- anything, probe = dry with a cost that can never fit, to read the state as it is)
+local dry, probe = false, false
+-- mode:end
+if probe then cost = limit + 1 end
 
-if not current then
+local current = redis.call('GET', key)
+local used = tonumber(current)
+if current and not (used and used >= 0 and used <= limit and used == math.floor(used)) then
+  used = nil -- foreign state: start afresh (SET below replaces it)
+end
+
+if not used then
   -- No window yet.
   if cost > limit then
     return { 0, limit, 0, -1 } -- can never fit: write nothing
   end
   -- The first take starts the window: counter and TTL in one command.
-  redis.call('SET', key, cost, 'PX', window)
+  if not dry then redis.call('SET', key, cost, 'PX', window) end
   return { 1, limit - cost, window, 0 }
 end
 
-local used = tonumber(current)
+local ttl = redis.call('PTTL', key)
+if ttl < 0 or ttl > window then
+  -- No TTL, or one longer than the window: the window, once (S6).
+  ttl = window
+  if not dry then redis.call('PEXPIRE', key, window) end
+end
 
 if used + cost > limit then
   -- Denied: never increment, so a rejected request consumes nothing.
-  local ttl = redis.call('PTTL', key)
-  if ttl < 0 then
-    -- Self-healing of an abnormal key without TTL (S6), not a window extension.
-    redis.call('PEXPIRE', key, window)
-    ttl = window
-  end
   local retry = ttl + 1
   if cost > limit then retry = -1 end
-  local remaining = limit - used
-  if remaining < 0 then remaining = 0 end
-  return { 0, remaining, ttl, retry }
+  return { 0, limit - used, ttl, retry }
 end
 
-used = redis.call('INCRBY', key, cost)
-local ttl = redis.call('PTTL', key)
-if ttl < 0 then
-  -- A counter that lost its TTL gets one (S6); a live window keeps its own.
-  redis.call('PEXPIRE', key, window)
-  ttl = window
-end
-return { 1, limit - used, ttl, 0 }
+if not dry then redis.call('INCRBY', key, cost) end
+return { 1, limit - used - cost, ttl, 0 }

@@ -11,35 +11,29 @@
  * per decision; GET + PTTL when denied, GET + INCRBY + PTTL (+ PEXPIRE on the first take)
  * when admitted.
  */
-import { readProperty } from '../validate.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  type PolicyIdentityOptions,
+  policyIdentity,
   policyInteger,
-  policyVersion,
   requireObject,
 } from './policy.js';
 import { loadScript } from './script.js';
-import { numbers, type Twin } from './twin.js';
+import { intIn, luaNumber, numbers, type Twin } from './twin.js';
 
 /** The fixed-window script (one key). */
 export const fixedWindowScript = loadScript('fixed-window', import.meta.url, 1);
 const script = fixedWindowScript;
 
 /** Options of {@link fixedWindow}. */
-export interface FixedWindowOptions {
+export interface FixedWindowOptions extends PolicyIdentityOptions {
   /** Units admitted per window: a positive safe integer. */
   readonly limit: number;
   /** Window length in milliseconds: an integer from 1 to 315,360,000,000 (10 years). */
   readonly windowMs: number;
-  /**
-   * Policy version, part of the Redis key (S21): change it when the policy's meaning
-   * changes so that replicas on the old and new policy never share a counter. A string of
-   * letters, digits, `.`, `_` or `-` (at most 64), or a non-negative safe integer. Default `1`.
-   */
-  readonly version?: string | number;
 }
 
 /** A fixed-window policy, made by {@link fixedWindow}. */
@@ -58,9 +52,12 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
   requireObject(options, '{ limit, windowMs }');
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
-  const version = policyVersion(readProperty(options, 'version', 'policy'));
+  const { name, version } = policyIdentity(options);
   return buildPolicy(
     {
+      name,
+      summary: `${limit}-per-${windowMs}ms`,
+      horizonMs: windowMs,
       algorithm: 'fixed-window',
       keyTag: 'fw',
       limit,
@@ -76,27 +73,23 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
 }
 
 /** The in-memory twin of `fixed-window.lua` (see `twin.ts`). */
-export const fixedWindowTwin: Twin = (state, key, args) => {
-  const [limit, window, cost] = numbers(args, 3);
-  const used = state.get<number>(key, 'string');
+export const fixedWindowTwin: Twin = (state, key, args, { dry, probe }) => {
+  const [limit, window, given] = numbers(args, 3);
+  const cost = probe ? limit + 1 : given;
+  const current = state.get<unknown>(key, 'string');
+  let used = luaNumber(current);
+  if (current !== undefined && !intIn(used, 0, limit)) used = undefined;
   if (used === undefined) {
     if (cost > limit) return [0, limit, 0, -1];
-    state.set(key, 'string', cost, window);
+    if (!dry) state.set(key, 'string', cost, window);
     return [1, limit - cost, window, 0];
   }
-  if (used + cost > limit) {
-    let ttl = state.pttl(key);
-    if (ttl < 0) {
-      state.pexpire(key, window);
-      ttl = window;
-    }
-    return [0, Math.max(limit - used, 0), ttl, cost > limit ? -1 : ttl + 1];
-  }
-  state.update(key, used + cost);
   let ttl = state.pttl(key);
-  if (ttl < 0) {
-    state.pexpire(key, window);
+  if (ttl < 0 || ttl > window) {
     ttl = window;
+    if (!dry) state.pexpire(key, window);
   }
+  if (used + cost > limit) return [0, limit - used, ttl, cost > limit ? -1 : ttl + 1];
+  if (!dry) state.update(key, used + cost);
   return [1, limit - used - cost, ttl, 0];
 };

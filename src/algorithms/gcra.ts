@@ -9,33 +9,31 @@
  * 1 µs per unit). Redis cost per decision: TIME + GET, plus SET … PX when admitted.
  */
 import { InvalidInputError } from '../errors.js';
-import { readProperty } from '../validate.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  type PolicyIdentityOptions,
+  policyIdentity,
   policyInteger,
-  policyVersion,
   requireObject,
 } from './policy.js';
 import { loadScript } from './script.js';
-import { numbers, type Twin } from './twin.js';
+import { intIn, luaNumber, numbers, type Twin } from './twin.js';
 
 /** The GCRA script (one key). */
 export const gcraScript = loadScript('gcra', import.meta.url, 1);
 
 /** Options of {@link gcra}. */
-export interface GcraOptions {
+export interface GcraOptions extends PolicyIdentityOptions {
   /** Units per `periodMs` at the sustained rate: a positive safe integer. */
   readonly limit: number;
   /** The period in ms: an integer from 1 to 315,360,000,000. */
   readonly periodMs: number;
   /** Units admissible at once (the burst), and the largest cost: a positive safe integer. Default `limit`. */
   readonly burst?: number;
-  /** Policy version, part of the key (see `FixedWindowOptions.version`). Default `1`. */
-  readonly version?: string | number;
 }
 
 /** A GCRA policy, made by {@link gcra}. `limit` in decisions is the burst. */
@@ -71,16 +69,20 @@ export function gcra(options: GcraOptions): GcraPolicy {
       burst,
     );
   }
-  const version = policyVersion(readProperty(options, 'version', 'policy'));
+  const { name, version } = policyIdentity(options);
+  const burstMs = ceilDiv(burst * emissionIntervalUs, 1000);
   return buildPolicy(
     {
+      name,
+      summary: `${limit}-per-${periodMs}ms-burst-${burst}`,
+      horizonMs: burstMs,
       algorithm: 'gcra',
       keyTag: 'gcra',
       limit: burst,
       version,
       maxCost: burst,
       script: gcraScript,
-      quotaWindowMs: Math.ceil((burst * emissionIntervalUs) / 1000),
+      quotaWindowMs: burstMs,
       params: [emissionIntervalUs, burst],
     },
     { algorithm: 'gcra' as const, periodMs, burst, emissionIntervalUs },
@@ -89,16 +91,40 @@ export function gcra(options: GcraOptions): GcraPolicy {
 
 /** The in-memory twin of `gcra.lua` (see `twin.ts`). */
 const msUp = (us: number) => (us <= 0 ? 0 : floorDiv(us + 999, 1000));
-export const gcraTwin: Twin = (state, key, args) => {
-  const [interval, burst, cost] = numbers(args, 3);
+
+/** The in-memory twin of `gcra.lua` (see `twin.ts`). */
+export const gcraTwin: Twin = (state, key, args, { dry, probe }) => {
+  const [interval, burst, given] = numbers(args, 3);
+  const cost = probe ? burst + 1 : given;
   const now = state.nowUs;
   const tolerance = burst * interval;
-  const tat = Math.max(state.get<number>(key, 'string') ?? 0, now);
+  const horizon = msUp(tolerance);
+  const value = state.get<unknown>(key, 'string');
+  let stored = value !== undefined;
+  let tat = luaNumber(value);
+  if (stored && !intIn(tat, 0, now + 2 * tolerance)) {
+    if (!dry) state.delete(key);
+    stored = false;
+    tat = undefined;
+  }
+  tat = Math.max(tat ?? 0, now);
+  const stepped = tat > now + tolerance;
   const remaining = Math.max(floorDiv(tolerance - (tat - now), interval), 0);
-  if (cost > burst) return [0, remaining, msUp(tat - now), -1];
   const newTat = tat + cost * interval;
   const allowAt = newTat - tolerance;
-  if (allowAt > now) return [0, remaining, msUp(tat - now), msUp(allowAt - now)];
-  state.set(key, 'string', newTat, msUp(newTat - now));
+  if (cost > burst || allowAt > now) {
+    let ttl = -2;
+    if (stored) {
+      ttl = state.pttl(key);
+      if (ttl < 0 || ttl > horizon) {
+        ttl = Math.max(Math.min(msUp(tat - now), horizon), 1);
+        if (!dry) state.pexpire(key, ttl);
+      }
+    }
+    const real = (ms: number, slack: number) => (stepped && ms > ttl + slack ? ttl + slack : ms);
+    const retry = cost > burst ? -1 : real(msUp(allowAt - now), 1);
+    return [0, remaining, real(msUp(tat - now), 0), retry];
+  }
+  if (!dry) state.set(key, 'string', newTat, msUp(newTat - now));
   return [1, floorDiv(tolerance - (newTat - now), interval), msUp(newTat - now), 0];
 };

@@ -2,6 +2,7 @@
  * What every policy has in common, and the one reply format every script returns.
  */
 import { InvalidInputError } from '../errors.js';
+import { digest } from '../key.js';
 import type { Decision } from '../types.js';
 import { positiveSafeInteger, readProperty } from '../validate.js';
 import type { LuaScript } from './script.js';
@@ -11,6 +12,26 @@ import type { LuaScript } from './script.js';
  * reuse one object per route rather than building one per request.
  */
 export interface Policy {
+  /**
+   * The policy's name, used in the `RateLimit-Policy` header, metrics and the CLI: the
+   * builder's `name` option, or one derived from the algorithm and its parameters (e.g.
+   * `"fixed-window-10-per-60000ms"`). Part of the policy's identity.
+   */
+  readonly name: string;
+  /**
+   * The policy's identity as it appears in Redis keys: the algorithm's key tag and a digest
+   * of the algorithm, every parameter, the version and the name, e.g. `"fw.3c2a9d0e1b7f4a55"`.
+   * Two policies with different ids never share state; changing any parameter, the version
+   * or the name starts a fresh quota.
+   */
+  readonly id: string;
+  /**
+   * The policy's horizon, in ms: the longest any state of one scope can matter — the window
+   * (fixed window, sliding window log), two windows (sliding window counter), the time to
+   * refill the whole capacity (token bucket) or to recover the whole burst (GCRA). No key
+   * of this policy ever lives longer, and nothing stored can hold a scope longer.
+   */
+  readonly horizonMs: number;
   /** The algorithm's standard name, e.g. `"fixed-window"`. */
   readonly algorithm: string;
   /** Short algorithm tag used in Redis keys, e.g. `"fw"`. */
@@ -48,6 +69,11 @@ export interface DenialHold {
 
 /** What a builder gives {@link buildPolicy}. */
 export interface PolicySpec {
+  /** The `name` option (validated), or undefined to derive one from `summary`. */
+  readonly name: string | undefined;
+  /** The parameters in words, for a derived name, e.g. `"10-per-60000ms"`. */
+  readonly summary: string;
+  readonly horizonMs: number;
   readonly algorithm: string;
   readonly keyTag: string;
   readonly limit: number;
@@ -74,7 +100,14 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
   const params = spec.params.map((value) => String(value));
   const unitArgs = Object.freeze([...params, '1']);
   const fullUntilReset = spec.fullUntilReset === true;
+  const name =
+    spec.name ??
+    `${spec.algorithm}-${spec.summary}${spec.version === '1' ? '' : `-v${spec.version}`}`;
+  const id = `${spec.keyTag}.${digest([spec.algorithm, params, spec.version, name], 16)}`;
   return definePolicy({
+    name,
+    id,
+    horizonMs: spec.horizonMs,
     algorithm: spec.algorithm,
     keyTag: spec.keyTag,
     limit: spec.limit,
@@ -86,6 +119,7 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
     args: (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)]),
     // Logs and JSON show the policy, not its Lua source.
     toJSON: () => ({
+      name,
       algorithm: spec.algorithm,
       limit: spec.limit,
       version: spec.version,
@@ -109,6 +143,38 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
 }
 
 const VERSION = /^[A-Za-z0-9._-]{1,64}$/;
+const NAME = /^[A-Za-z0-9._:/-]{1,64}$/;
+
+/** Validates a policy name (see `PolicyIdentityOptions.name`); undefined when absent. */
+export function policyName(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === 'string' && NAME.test(value)) return value;
+  throw new InvalidInputError('policy.name', '1–64 characters of [A-Za-z0-9._:/-]', value);
+}
+
+/** Options every builder takes besides its parameters. */
+export interface PolicyIdentityOptions {
+  /**
+   * The policy's name, shown in the `RateLimit-Policy` header, metrics and the CLI:
+   * 1–64 characters of `[A-Za-z0-9._:/-]`. Default: derived from the algorithm and its
+   * parameters. Part of the policy's identity: renaming a policy starts a fresh quota.
+   */
+  readonly name?: string;
+  /**
+   * Policy version, part of the policy's identity (S21): bump it to start every scope
+   * afresh without changing a parameter. A string of letters, digits, `.`, `_` or `-` (at
+   * most 64), or a non-negative safe integer. Default `1`.
+   */
+  readonly version?: string | number;
+}
+
+/** Reads the `name` and `version` options of a builder. */
+export function policyIdentity(options: object): { name: string | undefined; version: string } {
+  return {
+    name: policyName(readProperty(options, 'name', 'policy')),
+    version: policyVersion(readProperty(options, 'version', 'policy')),
+  };
+}
 
 const policies = new WeakSet<object>();
 

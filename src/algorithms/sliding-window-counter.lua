@@ -20,11 +20,24 @@
 --   resetMs       ms until both windows are empty (the end of the next window)
 --   retryAfterMs  0 when admitted; when denied, ms until `cost` fits absent other traffic;
 --                 -1 when cost > limit, which can never fit
+--
+-- Bounded state: the horizon is two windows (a count matters until the end of the next
+-- window); no key lives longer. A stored window ahead of now's by at most one horizon is a
+-- server clock that stepped back: time stands still at the start of the stored window
+-- (nothing is re-admitted), waits count the lag and are capped by the key's life. Anything
+-- else this policy could not have written (a window further ahead, counts that are not
+-- integers in [0, limit]) is foreign state: the scope starts afresh.
 
 local key = KEYS[1]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
+
+-- mode:begin  (a take; the batch script sets these per item: dry = decide without writing
+-- anything, probe = dry with a cost that can never fit, to read the state as it is)
+local dry, probe = false, false
+-- mode:end
+if probe then cost = limit + 1 end
 
 -- now:begin  (Redis server time, ms; the callers' clocks never decide)
 local time = redis.call('TIME')
@@ -38,21 +51,35 @@ local function floor_div(a, b)
   return q
 end
 
+local function count_ok(n)
+  return n and n >= 0 and n <= limit and n == math.floor(n)
+end
+
+local horizon = 2 * window
 local index = floor_div(now, window)
 local elapsed = now - index * window
+local lag = 0
 local state = redis.call('HMGET', key, 'w', 'c', 'p')
+local stored, c, p = tonumber(state[1]), tonumber(state[2]), tonumber(state[3])
 local current, previous = 0, 0
-if state[1] then
-  local stored = tonumber(state[1])
+if stored and stored >= 0 and stored == math.floor(stored) and stored * window <= now + horizon
+    and count_ok(c) and count_ok(p) then
   if stored > index then
     -- The server clock stepped back: time stands still at the start of the stored window.
+    lag = stored * window - now
     index, elapsed = stored, 0
   end
   if stored == index then
-    current, previous = tonumber(state[2]), tonumber(state[3])
+    current, previous = c, p
   elseif stored == index - 1 then
-    previous = tonumber(state[2])
+    previous = c
   end
+elseif state[1] or state[2] or state[3] then
+  -- Foreign state: start afresh.
+  if not dry then
+    redis.call('DEL', key)
+  end
+  stored = nil
 end
 
 -- Units admissible now, scaled by W: limit·W − p·(W − e) − c·W.
@@ -62,12 +89,38 @@ local reset = 2 * window - elapsed
 if current == 0 then reset = window - elapsed end
 if current == 0 and previous == 0 then reset = 0 end
 
+-- The key's life, checked where nothing rewrites it (a denial): a key without a TTL, or with
+-- one longer than the horizon, gets the end of the next window, at most the horizon (S6).
+local ttl = -2
+local function check_ttl()
+  if not stored then return end
+  ttl = redis.call('PTTL', key)
+  if ttl < 0 or ttl > horizon then
+    ttl = math.max(math.min((index + 2) * window - now, horizon), 1)
+    if not dry then
+      redis.call('PEXPIRE', key, ttl)
+    end
+  end
+end
+
+-- A wait in real ms: the lag added, capped by the key's life where a clock step made it longer.
+local function real(ms, slack)
+  if lag > 0 then
+    ms = ms + lag
+    if ms > ttl + slack then return ttl + slack end
+  end
+  return ms
+end
+
 if cost > limit then
-  return { 0, remaining, reset, -1 }
+  check_ttl()
+  if reset == 0 then return { 0, remaining, 0, -1 } end
+  return { 0, remaining, real(reset, 0), -1 }
 end
 
 if room < cost * window then
   -- Denied, nothing written. Earliest time the same cost fits, absent other traffic:
+  check_ttl()
   local retry
   local spare = limit - current - cost
   if spare >= 0 and previous > 0 then
@@ -82,11 +135,15 @@ if room < cost * window then
     if current > 0 then e2 = math.max(window - floor_div((limit - cost) * window, current), 0) end
     retry = (window - elapsed) + e2
   end
-  return { 0, remaining, reset, math.max(retry, 1) }
+  return { 0, remaining, real(reset, 0), real(math.max(retry, 1), 1) }
 end
 
 current = current + cost
-redis.call('HSET', key, 'w', string.format('%d', index), 'c', current, 'p', previous)
--- The count matters until the end of the next window.
-redis.call('PEXPIRE', key, (index + 2) * window - now)
-return { 1, floor_div(room - cost * window, window), 2 * window - elapsed, 0 }
+-- The count matters until the end of the next window (at most one horizon from now, also
+-- when now stands still ahead of the clock).
+ttl = math.min((index + 2) * window - now, horizon)
+if not dry then
+  redis.call('HSET', key, 'w', string.format('%d', index), 'c', current, 'p', previous)
+  redis.call('PEXPIRE', key, ttl)
+end
+return { 1, floor_div(room - cost * window, window), real(2 * window - elapsed, 0), 0 }

@@ -8,21 +8,20 @@
  * in the worst case — and when bunched at its start, less. The conformance tests measure it.
  * Redis cost per decision: TIME + HMGET, plus HSET + PEXPIRE when admitted.
  */
-import { readProperty } from '../validate.js';
 import { floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  policyIdentity,
   policyInteger,
-  policyVersion,
   requireObject,
   requireProduct,
 } from './policy.js';
 import { loadScript } from './script.js';
 import type { SlidingWindowOptions } from './sliding-window-log.js';
-import { numbers, type Twin } from './twin.js';
+import { intIn, luaNumber, numbers, type Twin } from './twin.js';
 
 /** The sliding-window-counter script (one key). */
 export const slidingWindowCounterScript = loadScript('sliding-window-counter', import.meta.url, 1);
@@ -48,9 +47,12 @@ export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWind
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   requireProduct('policy.limit', limit, windowMs, 'limit × windowMs');
-  const version = policyVersion(readProperty(options, 'version', 'policy'));
+  const { name, version } = policyIdentity(options);
   return buildPolicy(
     {
+      name,
+      summary: `${limit}-per-${windowMs}ms`,
+      horizonMs: 2 * windowMs,
       algorithm: 'sliding-window-counter',
       keyTag: 'swc',
       limit,
@@ -66,35 +68,70 @@ export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWind
 
 /** The in-memory twin of `sliding-window-counter.lua` (see `twin.ts`). */
 interface Counter {
-  readonly w: number;
-  readonly c: number;
-  readonly p: number;
+  readonly w: unknown;
+  readonly c: unknown;
+  readonly p: unknown;
 }
-export const slidingWindowCounterTwin: Twin = (state, key, args) => {
-  const [limit, window, cost] = numbers(args, 3);
+
+/** The in-memory twin of `sliding-window-counter.lua` (see `twin.ts`). */
+export const slidingWindowCounterTwin: Twin = (state, key, args, { dry, probe }) => {
+  const [limit, window, given] = numbers(args, 3);
+  const cost = probe ? limit + 1 : given;
   const now = state.nowMs;
+  const horizon = 2 * window;
   let index = floorDiv(now, window);
   let elapsed = now - index * window;
-  const stored = state.get<Counter>(key, 'hash');
+  let lag = 0;
+  const hash = state.get<Counter>(key, 'hash');
+  let stored = luaNumber(hash?.w);
+  const c = luaNumber(hash?.c);
+  const p = luaNumber(hash?.p);
   let current = 0;
   let previous = 0;
-  if (stored !== undefined) {
-    if (stored.w > index) {
-      index = stored.w;
+  if (
+    intIn(stored, 0, Number.MAX_SAFE_INTEGER) &&
+    stored * window <= now + horizon &&
+    intIn(c, 0, limit) &&
+    intIn(p, 0, limit)
+  ) {
+    if (stored > index) {
+      lag = stored * window - now;
+      index = stored;
       elapsed = 0;
     }
-    if (stored.w === index) {
-      current = stored.c;
-      previous = stored.p;
-    } else if (stored.w === index - 1) previous = stored.c;
+    if (stored === index) {
+      current = c;
+      previous = p;
+    } else if (stored === index - 1) previous = c;
+  } else {
+    if (hash !== undefined && !dry) state.delete(key);
+    stored = undefined;
   }
   const room = limit * window - previous * (window - elapsed) - current * window;
   const remaining = Math.max(floorDiv(room, window), 0);
   let reset = 2 * window - elapsed;
   if (current === 0) reset = window - elapsed;
   if (current === 0 && previous === 0) reset = 0;
-  if (cost > limit) return [0, remaining, reset, -1];
+  let ttl = -2;
+  const checkTtl = () => {
+    if (stored === undefined) return;
+    ttl = state.pttl(key);
+    if (ttl < 0 || ttl > horizon) {
+      ttl = Math.max(Math.min((index + 2) * window - now, horizon), 1);
+      if (!dry) state.pexpire(key, ttl);
+    }
+  };
+  const real = (ms: number, slack: number) => {
+    if (lag <= 0) return ms;
+    const late = ms + lag;
+    return Math.min(late, ttl + slack);
+  };
+  if (cost > limit) {
+    checkTtl();
+    return [0, remaining, reset === 0 ? 0 : real(reset, 0), -1];
+  }
   if (room < cost * window) {
+    checkTtl();
     let retry: number | undefined;
     const spare = limit - current - cost;
     if (spare >= 0 && previous > 0) retry = window - elapsed - floorDiv(spare * window, previous);
@@ -102,8 +139,9 @@ export const slidingWindowCounterTwin: Twin = (state, key, args) => {
       const e2 = current > 0 ? Math.max(window - floorDiv((limit - cost) * window, current), 0) : 0;
       retry = window - elapsed + e2;
     }
-    return [0, remaining, reset, Math.max(retry, 1)];
+    return [0, remaining, real(reset, 0), real(Math.max(retry, 1), 1)];
   }
-  state.set(key, 'hash', { w: index, c: current + cost, p: previous }, (index + 2) * window - now);
-  return [1, floorDiv(room - cost * window, window), 2 * window - elapsed, 0];
+  ttl = Math.min((index + 2) * window - now, horizon);
+  if (!dry) state.set(key, 'hash', { w: index, c: current + cost, p: previous }, ttl);
+  return [1, floorDiv(room - cost * window, window), real(2 * window - elapsed, 0), 0];
 };

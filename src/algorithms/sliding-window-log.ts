@@ -7,13 +7,13 @@
  * ZREMRANGEBYSCORE, ZCARD, one ZRANGE (the newest entry; another for a denial's retry
  * time), and ZADD + PEXPIRE when admitted.
  */
-import { readProperty } from '../validate.js';
 import {
   buildPolicy,
   MAX_WINDOW_MS,
   type Policy,
+  type PolicyIdentityOptions,
+  policyIdentity,
   policyInteger,
-  policyVersion,
   requireObject,
 } from './policy.js';
 import { loadScript } from './script.js';
@@ -26,13 +26,11 @@ export const slidingWindowLogScript = loadScript('sliding-window-log', import.me
 export const MAX_LOG_LIMIT = 10_000;
 
 /** Options of {@link slidingWindowLog} and `slidingWindowCounter`. */
-export interface SlidingWindowOptions {
+export interface SlidingWindowOptions extends PolicyIdentityOptions {
   /** Units admitted in any window: a positive safe integer (at most 10,000 for the log). */
   readonly limit: number;
   /** Window length in ms: an integer from 1 to 315,360,000,000. */
   readonly windowMs: number;
-  /** Policy version, part of the key (see `FixedWindowOptions.version`). Default `1`. */
-  readonly version?: string | number;
 }
 
 /** A sliding-window-log policy, made by {@link slidingWindowLog}. */
@@ -55,9 +53,12 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
   requireObject(options, '{ limit, windowMs }');
   const limit = policyInteger(options, 'limit', MAX_LOG_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
-  const version = policyVersion(readProperty(options, 'version', 'policy'));
+  const { name, version } = policyIdentity(options);
   return buildPolicy(
     {
+      name,
+      summary: `${limit}-per-${windowMs}ms`,
+      horizonMs: windowMs,
       algorithm: 'sliding-window-log',
       keyTag: 'swl',
       limit,
@@ -72,29 +73,54 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
 }
 
 /** The in-memory twin of `sliding-window-log.lua` (see `twin.ts`). */
-export const slidingWindowLogTwin: Twin = (state, key, args) => {
-  const [limit, window, cost] = numbers(args, 3);
+export const slidingWindowLogTwin: Twin = (state, key, args, { dry, probe }) => {
+  const [limit, window, given] = numbers(args, 3);
+  const cost = probe ? limit + 1 : given;
+  const clockNow = state.nowMs;
+  let now = clockNow;
   const stored = state.get<number[]>(key, 'zset');
-  const newest = stored?.[stored.length - 1];
-  const now = newest !== undefined && newest > state.nowMs ? newest : state.nowMs;
-  const log = stored === undefined ? [] : stored.filter((s) => s > now - window);
-  if (stored !== undefined && log.length !== stored.length) {
-    if (log.length === 0) state.delete(key);
-    else state.update(key, log);
+  let top = stored?.[stored.length - 1];
+  let log: number[] = [];
+  if (top !== undefined && top > now + window) {
+    if (!dry) state.delete(key);
+    top = undefined;
+  } else if (top !== undefined && stored !== undefined) {
+    if (top > now) now = top;
+    log = stored.filter((s) => s > now - window);
+    if (!dry && log.length !== stored.length) {
+      if (log.length === 0) state.delete(key);
+      else state.update(key, log);
+    }
   }
+  const lag = now - clockNow;
   const count = log.length;
-  const reset = count > 0 ? (log[count - 1] as number) + window - now : 0;
-  if (cost > limit) return [0, Math.max(limit - count, 0), reset, -1];
-  if (count + cost > limit) {
-    const k = count + cost - limit;
-    return [0, Math.max(limit - count, 0), reset, (log[k - 1] as number) + window - now];
+  const reset = count > 0 ? (top as number) + window - now + lag : 0;
+  let ttl = -2;
+  const checkTtl = () => {
+    if (top === undefined) return;
+    ttl = state.pttl(key);
+    if (ttl < 0 || ttl > window) {
+      ttl = Math.max(Math.min(reset, window), 1);
+      if (!dry) state.pexpire(key, ttl);
+    }
+  };
+  const real = (ms: number, slack: number) => (lag > 0 && ms > ttl + slack ? ttl + slack : ms);
+  if (cost > limit) {
+    checkTtl();
+    return [0, Math.max(limit - count, 0), real(reset, 0), -1];
   }
-  const next = log.concat(Array.from({ length: cost }, () => now));
-  const ttl = window + now - state.nowMs;
-  if (stored === undefined || log.length === 0) state.set(key, 'zset', next, ttl);
-  else {
-    state.update(key, next);
-    state.pexpire(key, ttl);
+  if (count + cost > limit) {
+    checkTtl();
+    const entry = log[count + cost - limit - 1] as number;
+    return [0, Math.max(limit - count, 0), real(reset, 0), real(entry + window - now + lag, 1)];
+  }
+  if (!dry) {
+    const next = log.concat(Array.from({ length: cost }, () => now));
+    if (state.pttl(key) === -2) state.set(key, 'zset', next, window);
+    else {
+      state.update(key, next);
+      state.pexpire(key, window);
+    }
   }
   return [1, limit - count - cost, window, 0];
 };

@@ -9,34 +9,32 @@
  * Redis cost: one hash per scope (two fields), alive only until the bucket is full again;
  * per decision TIME + HMGET, plus HSET + PEXPIRE when admitted.
  */
-import { readProperty } from '../validate.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
   type Policy,
+  type PolicyIdentityOptions,
+  policyIdentity,
   policyInteger,
-  policyVersion,
   requireObject,
   requireProduct,
 } from './policy.js';
 import { loadScript } from './script.js';
-import { numbers, type Twin } from './twin.js';
+import { intIn, luaNumber, numbers, type Twin } from './twin.js';
 
 /** The token-bucket script (one key). */
 export const tokenBucketScript = loadScript('token-bucket', import.meta.url, 1);
 
 /** Options of {@link tokenBucket}. */
-export interface TokenBucketOptions {
+export interface TokenBucketOptions extends PolicyIdentityOptions {
   /** Most tokens the bucket holds, and the largest cost it can admit: a positive safe integer. */
   readonly capacity: number;
   /** Tokens added per `refillIntervalMs`: a positive safe integer. Default 1. */
   readonly refillTokens?: number;
   /** The refill interval in ms: an integer from 1 to 315,360,000,000. */
   readonly refillIntervalMs: number;
-  /** Policy version, part of the key (see `FixedWindowOptions.version`). Default `1`. */
-  readonly version?: string | number;
 }
 
 /** A token-bucket policy, made by {@link tokenBucket}. `limit` is the capacity. */
@@ -63,16 +61,20 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   const refillTokens = policyInteger(options, 'refillTokens', Number.MAX_SAFE_INTEGER, 1);
   const refillIntervalMs = policyInteger(options, 'refillIntervalMs', MAX_WINDOW_MS);
   requireProduct('policy.capacity', capacity, refillIntervalMs, 'capacity × refillIntervalMs');
-  const version = policyVersion(readProperty(options, 'version', 'policy'));
+  const { name, version } = policyIdentity(options);
+  const refillMs = ceilDiv(capacity * refillIntervalMs, refillTokens);
   return buildPolicy(
     {
+      name,
+      summary: `${capacity}-refill-${refillTokens}-per-${refillIntervalMs}ms`,
+      horizonMs: refillMs,
       algorithm: 'token-bucket',
       keyTag: 'tb',
       limit: capacity,
       version,
       maxCost: capacity,
       script: tokenBucketScript,
-      quotaWindowMs: Math.ceil((capacity * refillIntervalMs) / refillTokens),
+      quotaWindowMs: refillMs,
       params: [capacity, refillTokens, refillIntervalMs],
     },
     { algorithm: 'token-bucket' as const, capacity, refillTokens, refillIntervalMs },
@@ -81,35 +83,50 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
 
 /** The in-memory twin of `token-bucket.lua` (see `twin.ts`). */
 interface Bucket {
-  readonly s: number;
-  readonly t: number;
+  readonly s: unknown;
+  readonly t: unknown;
 }
-export const tokenBucketTwin: Twin = (state, key, args) => {
-  const [capacity, rate, interval, cost] = numbers(args, 4);
+
+/** The in-memory twin of `token-bucket.lua` (see `twin.ts`). */
+export const tokenBucketTwin: Twin = (state, key, args, { dry, probe }) => {
+  const [capacity, rate, interval, given] = numbers(args, 4);
+  const cost = probe ? capacity + 1 : given;
   const now = state.nowMs;
   const full = capacity * interval;
+  const horizon = ceilDiv(full, rate);
   const need = cost * interval;
   const bucket = state.get<Bucket>(key, 'hash');
+  let s = luaNumber(bucket?.s);
+  const t = luaNumber(bucket?.t);
   let scaled = full;
   let stamp = now;
-  if (bucket !== undefined) {
-    const elapsed = Math.max(now - bucket.t, 0);
-    if (now < bucket.t) stamp = bucket.t;
-    scaled = Math.min(bucket.s + elapsed * rate, full);
+  if (intIn(s, 0, full) && intIn(t, 0, now + horizon)) {
+    if (t > now) {
+      stamp = t;
+      scaled = s;
+    } else scaled = Math.min(s + (now - t) * rate, full);
+  } else {
+    if (bucket !== undefined && !dry) state.delete(key);
+    s = undefined;
   }
   const lag = stamp - now;
-  if (cost > capacity)
-    return [0, floorDiv(scaled, interval), ceilDiv(full - scaled, rate) + lag, -1];
-  if (scaled < need) {
-    return [
-      0,
-      floorDiv(scaled, interval),
-      ceilDiv(full - scaled, rate) + lag,
-      ceilDiv(need - scaled, rate) + lag,
-    ];
+  let reset = ceilDiv(full - scaled, rate) + lag;
+  let ttl = -2;
+  const real = (ms: number, slack: number) => (lag > 0 && ms > ttl + slack ? ttl + slack : ms);
+  if (cost > capacity || scaled < need) {
+    if (s !== undefined) {
+      ttl = state.pttl(key);
+      if (ttl < 0 || ttl > horizon) {
+        ttl = Math.min(Math.max(reset, 1), horizon);
+        if (!dry) state.pexpire(key, ttl);
+      }
+    }
+    const retry = cost > capacity ? -1 : real(ceilDiv(need - scaled, rate) + lag, 1);
+    return [0, floorDiv(scaled, interval), real(reset, 0), retry];
   }
   scaled -= need;
-  const reset = ceilDiv(full - scaled, rate) + lag;
-  state.set(key, 'hash', { s: scaled, t: stamp }, Math.max(reset, 1));
-  return [1, floorDiv(scaled, interval), reset, 0];
+  reset = ceilDiv(full - scaled, rate) + lag;
+  ttl = Math.min(Math.max(reset, 1), horizon);
+  if (!dry) state.set(key, 'hash', { s: scaled, t: stamp }, ttl);
+  return [1, floorDiv(scaled, interval), real(reset, 0), 0];
 };

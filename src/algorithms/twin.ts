@@ -30,6 +30,7 @@ export type Twin = (
   state: TwinState,
   key: string,
   args: readonly string[],
+  mode: TwinMode,
 ) => [number, number, number, number];
 
 /** The script's ARGV as integers (the builders send only integers). */
@@ -40,3 +41,31 @@ export function numbers(args: readonly string[], count: number): number[] {
   for (let i = 0; i < count; i++) values.push(Number(args[i]));
   return values;
 }
+
+/**
+ * What Lua's `tonumber` gives for a value read from Redis (a reply string, or a number a
+ * twin stored), for the decimal forms sluice and its tests write; `undefined` for anything
+ * else (absent, `"abc"`). Foreign state is judged by the same rule on both stores.
+ */
+export function luaNumber(value: unknown): number | undefined {
+  if (typeof value === 'number') return value;
+  if (typeof value !== 'string') return undefined;
+  const text = value.trim();
+  if (/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) return Number(text);
+  if (/^-?inf$/i.test(text)) return text.startsWith('-') ? -Infinity : Infinity;
+  return undefined;
+}
+
+/** True for an integer in `[min, max]` (what the scripts accept as their own state). */
+export function intIn(value: number | undefined, min: number, max: number): value is number {
+  return value !== undefined && Number.isInteger(value) && value >= min && value <= max;
+}
+
+/** How a twin runs: a take, or dry (nothing written) and probe (dry, a cost that never fits). */
+export interface TwinMode {
+  readonly dry: boolean;
+  readonly probe: boolean;
+}
+
+/** A take. */
+export const TAKE: TwinMode = { dry: false, probe: false };

@@ -11,8 +11,9 @@ import { performance } from 'node:perf_hooks';
 import { batchScript } from '../algorithms/batch.js';
 import { ALGORITHMS } from '../algorithms/registry.js';
 import type { LuaScript } from '../algorithms/script.js';
-import type { Twin, TwinState } from '../algorithms/twin.js';
+import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
 import { InvalidInputError, StoreError } from '../errors.js';
+import { resetEpochScript, resetEpochTwin } from '../reset-epoch.js';
 import { optionalPositiveInteger, readProperty } from '../validate.js';
 import type { ScriptStore } from './store.js';
 
@@ -39,6 +40,8 @@ interface Entry {
 }
 
 const TWINS = new Map<LuaScript, Twin>(ALGORITHMS.map((a) => [a.script, a.twin]));
+const DRY: TwinMode = { dry: true, probe: false };
+const PROBE: TwinMode = { dry: true, probe: true };
 const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
 
 export class MemoryStore implements ScriptStore {
@@ -93,33 +96,71 @@ export class MemoryStore implements ScriptStore {
   run(script: LuaScript, keys: readonly string[], args: readonly string[]): unknown {
     const state = this.#state();
     if (script === batchScript) return this.#batch(state, keys, args);
+    if (script === resetEpochScript) return resetEpochTwin(state, keys, args);
     const twin = TWINS.get(script);
     if (twin === undefined)
       throw new StoreError(`NOSCRIPT no in-memory twin for script ${script.name}`);
-    return twin(state, keys[0] as string, args);
+    return twin(state, keys[0] as string, args, TAKE);
   }
 
-  /** The batch script's semantics (see `batch.lua`): items in order, errors isolated, a flat reply. */
+  /** The batch script's semantics (see `batch.lua`): requests in order, errors isolated, a flat reply. */
   #batch(state: TwinState, keys: readonly string[], argv: readonly string[]): unknown[] {
     const out: unknown[] = [];
     const errors: string[] = [];
+    const failed = (n: number, error: unknown) => {
+      errors.push(
+        error instanceof StoreError
+          ? error.message.replace(/^Redis replied with an error: /, '')
+          : String(error instanceof Error ? error.message : error),
+      );
+      for (let j = 0; j < n; j++) out.push(-1, errors.length, 0, 0);
+    };
     let a = 0;
-    for (const key of keys) {
-      const id = argv[a];
-      const twin = ALGORITHMS[Number(id) - 1]?.twin;
-      const count = Number(argv[a + 1]);
-      const args = argv.slice(a + 2, a + 2 + count);
-      a += 2 + count;
+    let k = 0;
+    while (a < argv.length) {
+      const op = argv[a];
+      const n = Number(argv[a + 1]);
+      a += 2;
+      const items: { key: string; id: number; args: readonly string[] }[] = [];
+      for (let j = 0; j < n; j++) {
+        const count = Number(argv[a + 1]);
+        items.push({
+          key: keys[k + j] as string,
+          id: Number(argv[a]),
+          args: argv.slice(a + 2, a + 2 + count),
+        });
+        a += 2 + count;
+      }
+      k += n;
+      const decide = (item: (typeof items)[number], mode: TwinMode) => {
+        const twin = ALGORITHMS[item.id - 1]?.twin;
+        if (twin === undefined) throw new Error(`ERR unknown algorithm id ${item.id}`);
+        return twin(state, item.key, item.args, mode);
+      };
       try {
-        if (twin === undefined) throw new Error(`ERR unknown algorithm id ${id}`);
-        out.push(...twin(state, key, args));
+        if (op === 'r') {
+          const existed = state.pttl((items[0] as (typeof items)[number]).key) !== -2;
+          if (existed) state.delete((items[0] as (typeof items)[number]).key);
+          out.push(existed ? 1 : 0, 0, 0, 0);
+        } else if (op === 't' && n === 1) {
+          out.push(...decide(items[0] as (typeof items)[number], TAKE));
+        } else {
+          const replies = items.map((item) => decide(item, DRY));
+          if (op === 'p') for (const r of replies) out.push(...r);
+          else if (replies.every((r) => r[0] === 1)) {
+            const results = items.map((item) => decide(item, TAKE));
+            for (const r of results) out.push(...r);
+          } else {
+            replies.forEach((r, j) => {
+              if (r[0] === 1) {
+                const now = decide(items[j] as (typeof items)[number], PROBE);
+                out.push(0, now[1], now[2], 0);
+              } else out.push(0, r[1], r[2], r[3]);
+            });
+          }
+        }
       } catch (error) {
-        errors.push(
-          error instanceof StoreError
-            ? error.message.replace(/^Redis replied with an error: /, '')
-            : String(error),
-        );
-        out.push(-1, errors.length, 0, 0);
+        failed(n, error);
       }
     }
     return out.concat(errors);
