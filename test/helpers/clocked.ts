@@ -28,17 +28,26 @@ export function clockedVariant(script: LuaScript): LuaScript {
     micro ? `local now = ${read}` : 'local now = vnow_ms',
     "local vexp = redis.call('GET', KEYS[1] .. ':vexp')",
     "if vexp and vnow_ms > tonumber(vexp) then redis.call('DEL', KEYS[1], KEYS[1] .. ':vexp') end",
+    // PTTL of the virtual expiry: -2 absent, -1 none, else ms left on the test clock.
+    'local function vpttl(k)',
+    "  if redis.call('EXISTS', k) == 0 then return -2 end",
+    "  local at = redis.call('GET', k .. ':vexp')",
+    '  if not at then return -1 end',
+    '  return tonumber(at) - vnow_ms',
+    'end',
   ].join('\n');
   const setVexp = (ttl: string) =>
     `redis.call('SET', key .. ':vexp', string.format('%d', vnow_ms + (${ttl})))`;
   const source = script.source
     .replace(block, prelude)
+    .replace(/redis\.call\('PTTL', key\)/g, 'vpttl(key)')
+    .replace(/redis\.call\('DEL', key\)/g, "redis.call('DEL', key, key .. ':vexp')")
     .replace(/redis\.call\('PEXPIRE', key, (.*)\)$/gm, (_, ttl: string) => setVexp(ttl))
     .replace(
       /(redis\.call\('SET', key, .*), 'PX', (.*)\)$/gm,
       (_, set: string, ttl: string) => `${set}) ${setVexp(ttl)}`,
     );
-  if (/PEXPIRE|'PX'/.test(source))
+  if (/PEXPIRE|'PX'|'PTTL'/.test(source))
     throw new Error(`${script.name}.lua: a TTL the clocked variant did not rewrite`);
   return scriptFromSource(`${script.name}+clock`, source, script.keyCount);
 }

@@ -2,9 +2,11 @@
  * Test fixtures: a private redis-server per test file (never the shared one), clients that
  * the file closes, and small helpers to read Redis state directly.
  */
+
 import { after, before } from 'node:test';
 import { createClient } from 'redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { scopeKey } from '../../src/key.js';
 import { type CreateRedisClientOptions, createRedisClient } from '../../src/stores/node-redis.js';
 
 export type Client = Awaited<ReturnType<typeof createRedisClient>>;
@@ -94,4 +96,14 @@ export async function fillMemory(client: Client): Promise<void> {
       if (full) break;
     }
   }
+}
+
+/** The Redis key of `{ tenant, route }` under `policy` (key scheme v2), as a limiter builds it. */
+export function keyFor(
+  policy: { readonly id: string },
+  tenant: string,
+  route?: string,
+  namespace = 'rate',
+): string {
+  return scopeKey(namespace, policy.id, tenant, route, undefined);
 }

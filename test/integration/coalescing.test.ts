@@ -12,9 +12,8 @@ import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counte
 import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { StoreError } from '../../src/errors.js';
-import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
-import { commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
+import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -99,9 +98,9 @@ describe('coalescing', () => {
     const admin = await redis.admin();
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
     const bad = randomTenant();
-    await admin.hSet(scopeKey(keyPrefix('rate', 'fw', '1'), bad, route), 'x', '1');
+    await admin.hSet(keyFor(policy, bad, route), 'x', '1');
     const alsoBad = randomTenant();
-    await admin.sAdd(scopeKey(keyPrefix('rate', 'fw', '1'), alsoBad, route), 'x');
+    await admin.sAdd(keyFor(policy, alsoBad, route), 'x');
     const results = await Promise.allSettled([
       limiter.take({ tenant: randomTenant(), route }, policy),
       limiter.take({ tenant: bad, route }, policy),

@@ -15,15 +15,14 @@ import {
   TimeoutError,
   UnavailableError,
 } from '../../src/errors.js';
-import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { createRedisClient } from '../../src/stores/node-redis.js';
-import { fillMemory, randomTenant, useRedis } from '../helpers/redis.js';
+import { fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
 const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
-const keyOf = (tenant: string) => scopeKey(keyPrefix('rate', 'fw', '1'), tenant, route);
+const keyOf = (tenant: string) => keyFor(policy, tenant, route);
 
 /** Servers started by a single test, stopped (by pid) after the file. */
 const ownServers: PrivateRedis[] = [];

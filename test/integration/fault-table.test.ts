@@ -14,9 +14,8 @@ import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server
 import { type ProxyMode, startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import { isSluiceError } from '../../src/errors.js';
 import { withRateLimit } from '../../src/http/node.js';
-import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
-import { type Client, fillMemory, randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const TIMEOUT_MS = 150;
@@ -215,9 +214,7 @@ const ROWS: Row[] = [
         client,
         tenant,
         inject: async () =>
-          void (await (
-            await redis.admin()
-          ).hSet(scopeKey(keyPrefix('rate', 'fw', '1'), tenant, route), 'x', '1')),
+          void (await (await redis.admin()).hSet(keyFor(policy, tenant, route), 'x', '1')),
       };
     },
   },

@@ -16,12 +16,11 @@ import type { Policy } from '../../src/algorithms/policy.js';
 import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { keyPrefix, scopeKey } from '../../src/key.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { MemoryStore } from '../../src/stores/memory.js';
 import type { Decision } from '../../src/types.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const RUNS = Number(process.env.SLUICE_MODEL_RUNS ?? 1000);
@@ -181,7 +180,7 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
             if (op.kind === 'expire') {
               // Every window ends: on Redis the keys go (as their TTLs would make them);
               // in memory the clock moves past the window.
-              await admin.del(tenants.map((t) => scopeKey(keyPrefix('rate', 'fw', '1'), t, route)));
+              await admin.del(tenants.map((t) => keyFor(policy, t, route)));
               nowMs += 60_001;
               continue;
             }

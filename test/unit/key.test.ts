@@ -1,14 +1,45 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { keyPrefix, scopeHash, scopeKey } from '../../src/key.js';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { scopeKey, tenantTag } from '../../src/key.js';
+import { RateLimiter } from '../../src/limiter.js';
+import { MemoryStore } from '../../src/stores/memory.js';
 
-const prefix = keyPrefix('rate', 'fw', '1');
+const sha = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
+const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
+const key = (tenant: string, route?: string, user?: string) =>
+  scopeKey('rate', policy.id, tenant, route, user);
 
-describe('scope → key (S10, S21)', () => {
-  it('is <namespace>:<algorithm>:v<version>:{sha256(JSON [tenant, route])}', () => {
-    const hex = createHash('sha256').update('["acme","POST/orders"]').digest('hex');
-    assert.equal(scopeKey(prefix, 'acme', 'POST/orders'), `rate:fw:v1:{${hex}}`);
+describe('scope → key, scheme v2 (S10, S21, S23)', () => {
+  it('is <namespace>:{sha256(JSON [tenant])}:<policy id>:sha256(JSON [route, user])', () => {
+    assert.equal(
+      key('acme', 'POST/orders'),
+      `rate:{${sha('["acme"]')}}:${policy.id}:${sha('["POST/orders",null]')}`,
+    );
+    assert.equal(key('acme'), `rate:{${sha('["acme"]')}}:${policy.id}`);
+    assert.equal(
+      key('acme', 'POST/orders', 'u1'),
+      `rate:{${sha('["acme"]')}}:${policy.id}:${sha('["POST/orders","u1"]')}`,
+    );
+    assert.equal(
+      key('acme', undefined, 'u1'),
+      `rate:{${sha('["acme"]')}}:${policy.id}:${sha('[null,"u1"]')}`,
+    );
+  });
+
+  it('every key of one tenant carries the same hash tag (one Cluster slot)', () => {
+    const tag = tenantTag('acme');
+    const other = fixedWindow({ limit: 5, windowMs: 1000, name: 'other' });
+    for (const k of [
+      key('acme'),
+      key('acme', 'r'),
+      key('acme', 'r', 'u'),
+      scopeKey('rate', other.id, 'acme', 'x', undefined),
+    ]) {
+      assert.equal(/\{[^}]*\}/.exec(k)?.[0], tag);
+    }
+    assert.notEqual(tenantTag('acme2'), tag);
   });
 
   it('case C10: joined texts that collide get different keys', () => {
@@ -35,29 +66,45 @@ describe('scope → key (S10, S21)', () => {
       ],
     ];
     for (const [a, b] of pairs) {
-      assert.notEqual(scopeKey(prefix, ...a), scopeKey(prefix, ...b), JSON.stringify([a, b]));
+      assert.notEqual(key(...a), key(...b), JSON.stringify([a, b]));
     }
+    // Route and user never stand in for each other; a tenant-wide key is not a route's.
+    assert.notEqual(key('t', 'x'), key('t', undefined, 'x'));
+    assert.notEqual(key('t'), key('t', 'x'));
   });
 
-  it('case C10: braces, globs and huge ids never reach the key; the key length is fixed', () => {
+  it('case C10: braces, globs and huge ids never reach the key; the key length is bounded', () => {
     const lengths = new Set<number>();
     for (const tenant of ['x', '{}', 'ten{ant}x', '*', '?', '[a-z]', 'x'.repeat(10_240)]) {
-      const key = scopeKey(prefix, tenant, 'POST/orders');
-      assert.match(key, /^rate:fw:v1:\{[0-9a-f]{64}\}$/);
-      lengths.add(key.length);
+      const k = key(tenant, 'POST/orders', '{user}');
+      assert.match(k, /^rate:\{[0-9a-f]{32}\}:fw\.[0-9a-f]{16}:[0-9a-f]{32}$/);
+      lengths.add(k.length);
     }
     assert.equal(lengths.size, 1);
   });
 
-  it('the policy version and namespace change the key', () => {
-    const hash = scopeHash('acme', 'POST/orders');
-    assert.notEqual(
-      scopeKey(keyPrefix('rate', 'fw', '2'), 'acme', 'POST/orders'),
-      scopeKey(prefix, 'acme', 'POST/orders'),
+  it('policy identity: any parameter, the version or the name gives another key', () => {
+    const ids = new Set(
+      [
+        fixedWindow({ limit: 10, windowMs: 60_000 }),
+        fixedWindow({ limit: 11, windowMs: 60_000 }),
+        fixedWindow({ limit: 10, windowMs: 60_001 }),
+        fixedWindow({ limit: 10, windowMs: 60_000, version: 2 }),
+        fixedWindow({ limit: 10, windowMs: 60_000, name: 'orders' }),
+      ].map((p) => p.id),
     );
+    assert.equal(ids.size, 5);
+    // The same options give the same identity (replicas agree without coordination).
+    assert.equal(fixedWindow({ limit: 10, windowMs: 60_000 }).id, policy.id);
+    assert.equal(policy.name, 'fixed-window-10-per-60000ms');
+  });
+
+  it('limiter.keyOf gives the key the limiter writes, in its namespace', async () => {
+    const store = new MemoryStore();
+    const limiter = new RateLimiter({ store, namespace: 'ns' });
     assert.equal(
-      scopeKey(keyPrefix('other', 'fw', '1'), 'acme', 'POST/orders'),
-      `other:fw:v1:{${hash}}`,
+      limiter.keyOf({ tenant: 'acme', route: 'r' }, policy),
+      scopeKey('ns', policy.id, 'acme', 'r', undefined),
     );
   });
 });
