@@ -362,6 +362,8 @@ class Engine {
     const hold = policy.denialHold(decision, cost);
     if (hold === undefined) return;
     const now = this.clock();
+    // Have the epoch confirmed by the time the next take on this scope comes.
+    if (now - this.#epochReadAt >= EPOCH_POLL_MS && !this.#epochReading) this.#readEpoch(now);
     denials.set(
       localKey,
       {
