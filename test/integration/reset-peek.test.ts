@@ -1,0 +1,513 @@
+/**
+ * `peek`, `reset` and `takeAll` on a real Redis and on MemoryStore: a peek is the decision a
+ * take would get and writes nothing (not even a repair); a reset deletes one scope's state
+ * under one policy and reaches every limiter's denial cache within 750 ms; `takeAll` checks
+ * its whole input before sending anything and is all or nothing.
+ */
+import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { gcra } from '../../src/algorithms/gcra.js';
+import type { Policy } from '../../src/algorithms/policy.js';
+import type { LuaScript } from '../../src/algorithms/script.js';
+import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
+import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
+import { InvalidInputError } from '../../src/errors.js';
+import { RateLimiter, type RateLimiterOptions } from '../../src/limiter.js';
+import { MemoryStore } from '../../src/stores/memory.js';
+import type { ScriptStore } from '../../src/stores/store.js';
+import type { Decision, Scope, TakeAllItem } from '../../src/types.js';
+import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const route = 'POST/orders';
+
+/** Every policy as "limit units per window of windowMs". */
+const POLICIES: Record<string, (limit: number, windowMs: number) => Policy> = {
+  'fixed window': (limit, windowMs) => fixedWindow({ limit, windowMs, version: 'rp' }),
+  'sliding window log': (limit, windowMs) => slidingWindowLog({ limit, windowMs, version: 'rp' }),
+  'sliding window counter': (limit, windowMs) =>
+    slidingWindowCounter({ limit, windowMs, version: 'rp' }),
+  'token bucket': (limit, windowMs) =>
+    tokenBucket({
+      capacity: limit,
+      refillTokens: limit,
+      refillIntervalMs: windowMs,
+      version: 'rp',
+    }),
+  GCRA: (limit, windowMs) => gcra({ limit, periodMs: windowMs, burst: limit, version: 'rp' }),
+};
+
+/** A store that records every script call and runs it on a MemoryStore. */
+class RecordingStore implements ScriptStore {
+  readonly calls: { script: string; keys: readonly string[] }[] = [];
+  readonly inner = new MemoryStore();
+
+  evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]) {
+    this.calls.push({ script: script.name, keys: [...keys] });
+    return this.inner.evalScript(script, keys, args);
+  }
+
+  get clock(): () => number {
+    return this.inner.clock;
+  }
+}
+
+/**
+ * A store under test: makes limiters sharing it and, on Redis, reads raw state. `snapshot`
+ * is undefined on MemoryStore (its state is not inspectable from outside).
+ */
+interface StoreUnderTest {
+  limiter(options?: Omit<RateLimiterOptions, 'client' | 'store'>): Promise<RateLimiter>;
+  /** The key's serialized value and absolute expiry (PEXPIRETIME), or null when absent. */
+  snapshot?: (key: string) => Promise<{ dump: unknown; expireAt: unknown } | null>;
+  /** Keys held (MemoryStore only). */
+  size?: () => number;
+}
+
+const STORES: Record<string, () => Promise<StoreUnderTest>> = {
+  redis: async () => {
+    const admin = await redis.admin();
+    return {
+      limiter: async (options = {}) =>
+        new RateLimiter({ ...options, client: await redis.client() }),
+      snapshot: async (key) => {
+        if ((await admin.exists(key)) === 0) return null;
+        return {
+          dump: await admin.sendCommand(['DUMP', key]),
+          expireAt: await admin.sendCommand(['PEXPIRETIME', key]),
+        };
+      },
+    };
+  },
+  memory: async () => {
+    const store = new MemoryStore();
+    return {
+      limiter: async (options = {}) => new RateLimiter({ ...options, store }),
+      size: () => store.size,
+    };
+  },
+};
+
+const pick = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, limit: d.limit });
+
+for (const [storeName, makeStore] of Object.entries(STORES)) {
+  for (const [policyName, policyOf] of Object.entries(POLICIES)) {
+    describe(`peek and reset: ${policyName} on ${storeName}`, () => {
+      it('peek is the decision a take would get, and writes nothing', async () => {
+        const store = await makeStore();
+        // No denial cache: every peek and take here is decided by the store.
+        const limiter = await store.limiter({ denialCache: false });
+        const policy = policyOf(3, 60_000);
+        const scope: Scope = { tenant: randomTenant(), route };
+        const key = limiter.keyOf(scope, policy);
+
+        // A fresh scope: the peek creates no key.
+        const sizeBefore = store.size?.();
+        const fresh = await limiter.peek(scope, policy);
+        assert.deepEqual(pick(fresh), { allowed: true, remaining: 2, limit: 3 });
+        assert.equal(fresh.retryAfterMs, 0);
+        if (store.snapshot) assert.equal(await store.snapshot(key), null, 'no key after a peek');
+        if (store.size) assert.equal(store.size(), sizeBefore, 'no key after a peek');
+        // Peeks consume nothing: the take after two peeks decides as they said.
+        assert.deepEqual(pick(await limiter.peek(scope, policy)), pick(fresh));
+        assert.deepEqual(pick(await limiter.take(scope, policy)), pick(fresh));
+
+        for (let n = 2; n <= 4; n++) {
+          const before = await store.snapshot?.(key);
+          const peeked = await limiter.peek(scope, policy);
+          const peekedTwo = await limiter.peek(scope, policy, { cost: 2 });
+          const peekedHuge = await limiter.peek(scope, policy, { cost: 4 });
+          if (store.snapshot) {
+            assert.notEqual(before, null);
+            assert.deepEqual(await store.snapshot(key), before, `take ${n}: a peek wrote`);
+          }
+          assert.equal(peekedHuge.allowed, false);
+          assert.equal(peekedHuge.retryAfterMs, Number.POSITIVE_INFINITY);
+          const taken = await limiter.take(scope, policy);
+          assert.deepEqual(pick(peeked), pick(taken), `take ${n}`);
+          assert.equal(peeked.retryAfterMs === 0, taken.retryAfterMs === 0, `take ${n}`);
+          if (n === 2) assert.equal(peekedTwo.allowed, true, 'cost 2 fitted before take 2');
+          if (n >= 3) assert.equal(peekedTwo.allowed, false, `cost 2 did not fit before take ${n}`);
+        }
+        const stats = limiter.stats();
+        assert.equal(stats.peeks, 2 + 3 * 3);
+        assert.equal(stats.allowed + stats.limited, 4, 'peeks are not counted as takes');
+      });
+
+      it('reset resolves true when state existed, false when not; the next take starts afresh', async () => {
+        const store = await makeStore();
+        const limiter = await store.limiter();
+        const policy = policyOf(3, 60_000);
+        const other = policyOf(3, 120_000);
+        const scope: Scope = { tenant: randomTenant(), route };
+        assert.equal(await limiter.reset(scope, policy), false, 'nothing to delete');
+        for (let i = 0; i < 3; i++) assert.equal((await limiter.take(scope, policy)).allowed, true);
+        assert.equal((await limiter.take(scope, policy)).allowed, false);
+        await limiter.take(scope, other);
+        assert.equal(await limiter.reset(scope, policy), true);
+        if (store.snapshot) assert.equal(await store.snapshot(limiter.keyOf(scope, policy)), null);
+        const d = await limiter.take(scope, policy);
+        assert.deepEqual(pick(d), { allowed: true, remaining: 2, limit: 3 });
+        // Only that policy's state went: the other policy on the same scope keeps its count.
+        assert.equal((await limiter.peek(scope, other)).remaining, 1);
+        assert.equal(await limiter.reset(scope, policy), true);
+        assert.equal(await limiter.reset(scope, policy), false, 'already gone');
+        assert.equal(limiter.stats().resets, 4);
+      });
+    });
+  }
+}
+
+describe('peek never repairs state (Redis)', () => {
+  const fw = fixedWindow({ limit: 5, windowMs: 10_000 });
+  const tb = tokenBucket({ capacity: 5, refillTokens: 5, refillIntervalMs: 10_000 });
+  const swl = slidingWindowLog({ limit: 5, windowMs: 10_000 });
+  const swc = slidingWindowCounter({ limit: 5, windowMs: 10_000 });
+  const gc = gcra({ limit: 5, periodMs: 10_000 });
+  const window = () => String(Math.floor(Date.now() / 10_000));
+  /** [label, policy, write (no TTL), whether a take would be admitted] */
+  const cases: [string, Policy, (admin: Client, key: string) => Promise<unknown>, boolean][] = [
+    ['fixed window: a valid count', fw, (admin, key) => admin.sendCommand(['SET', key, '2']), true],
+    ["fixed window: count 'abc'", fw, (admin, key) => admin.sendCommand(['SET', key, 'abc']), true],
+    [
+      'token bucket: last written 1e12 ms ahead',
+      tb,
+      (admin, key) => admin.sendCommand(['HSET', key, 's', '0', 't', String(Date.now() + 1e12)]),
+      true,
+    ],
+    [
+      'sliding window log: a member scored 1e15',
+      swl,
+      (admin, key) => admin.sendCommand(['ZADD', key, '1e15', 'future']),
+      true,
+    ],
+    [
+      'sliding window counter: counts 999',
+      swc,
+      (admin, key) => admin.sendCommand(['HSET', key, 'w', '1', 'c', '999', 'p', '999']),
+      true,
+    ],
+    [
+      'GCRA: a TAT of 1e18 µs',
+      gc,
+      (admin, key) => admin.sendCommand(['SET', key, '1000000000000000000']),
+      true,
+    ],
+    // Denial paths, where a take heals the missing TTL (S6) and a peek must not.
+    [
+      'fixed window: count = limit',
+      fw,
+      (admin, key) => admin.sendCommand(['SET', key, '5']),
+      false,
+    ],
+    [
+      'token bucket: empty, last written now',
+      tb,
+      (admin, key) => admin.sendCommand(['HSET', key, 's', '0', 't', String(Date.now())]),
+      false,
+    ],
+    [
+      'sliding window log: the limit filled now',
+      swl,
+      (admin, key) => {
+        const now = Date.now();
+        return admin.sendCommand([
+          'ZADD',
+          key,
+          ...[0, 1, 2, 3, 4].flatMap((i) => [String(now), `${now}:${i}`]),
+        ]);
+      },
+      false,
+    ],
+    [
+      'sliding window counter: the current window at the limit',
+      swc,
+      (admin, key) => admin.sendCommand(['HSET', key, 'w', window(), 'c', '5', 'p', '0']),
+      false,
+    ],
+    [
+      'GCRA: TAT = now + τ',
+      gc,
+      (admin, key) => admin.sendCommand(['SET', key, String(Date.now() * 1000 + 10_000_000)]),
+      false,
+    ],
+  ];
+  for (const [label, policy, write, admits] of cases) {
+    it(`${label}, no TTL: peek leaves it as it is (PTTL -1); the take then bounds it`, async () => {
+      const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const admin = await redis.admin();
+      const scope: Scope = { tenant: randomTenant(), route };
+      const key = limiter.keyOf(scope, policy);
+      await write(admin, key);
+      assert.equal(await admin.pTTL(key), -1);
+      const before = await admin.sendCommand(['DUMP', key]);
+      const peeked = await limiter.peek(scope, policy);
+      assert.equal(peeked.allowed, admits);
+      assert.equal(await admin.pTTL(key), -1, 'the peek gave the key a TTL');
+      assert.deepEqual(await admin.sendCommand(['DUMP', key]), before, 'the peek rewrote it');
+      const taken = await limiter.take(scope, policy);
+      assert.deepEqual(pick(taken), pick(peeked));
+      const pttl = await admin.pTTL(key);
+      assert.ok(pttl > 0 && pttl <= policy.horizonMs, `PTTL ${pttl} after the take`);
+    });
+  }
+});
+
+describe('reset reaches every limiter’s denial cache (Redis)', () => {
+  const policy = fixedWindow({ limit: 1, windowMs: 60_000, name: 'reset-propagation' });
+
+  /** `a` uses the scope up and takes until its denial is answered from its cache. */
+  async function cacheDenial(a: RateLimiter, scope: Scope): Promise<void> {
+    assert.equal((await a.take(scope, policy)).allowed, true);
+    const start = a.stats().cachedDenials;
+    for (let i = 0; i < 50 && a.stats().cachedDenials < start + 3; i++) {
+      assert.equal((await a.take(scope, policy)).allowed, false);
+      await sleep(5);
+    }
+    assert.ok(a.stats().cachedDenials >= start + 3, 'the denial is answered from the cache');
+  }
+
+  it('after B resets and 800 ms pass, A’s next take is decided by Redis and admitted', async () => {
+    const a = new RateLimiter({ client: await redis.client() });
+    const b = new RateLimiter({ client: await redis.client() });
+    const scope: Scope = { tenant: randomTenant(), route };
+    await cacheDenial(a, scope);
+    assert.equal(await b.reset(scope, policy), true);
+    await sleep(800);
+    const cached = a.stats().cachedDenials;
+    const d = await a.take(scope, policy);
+    assert.deepEqual(pick(d), { allowed: true, remaining: 0, limit: 1 });
+    assert.equal(a.stats().cachedDenials, cached, 'decided by Redis, not the cache');
+  });
+
+  it('A taking every 20 ms is admitted within 1000 ms of B’s reset resolving', async (t) => {
+    const a = new RateLimiter({ client: await redis.client() });
+    const b = new RateLimiter({ client: await redis.client() });
+    const scope: Scope = { tenant: randomTenant(), route };
+    await cacheDenial(a, scope);
+    const before = a.stats();
+    assert.equal(await b.reset(scope, policy), true);
+    const resetAt = performance.now();
+    let admittedAfter = Number.POSITIVE_INFINITY;
+    let takes = 0;
+    while (performance.now() - resetAt < 1500) {
+      takes++;
+      if ((await a.take(scope, policy)).allowed) {
+        admittedAfter = performance.now() - resetAt;
+        break;
+      }
+      await sleep(20);
+    }
+    const after = a.stats();
+    t.diagnostic(
+      `reset → first admitted take on the other limiter: ${admittedAfter.toFixed(1)} ms ` +
+        `(${takes} takes, ${after.cachedDenials - before.cachedDenials} cached denials, ` +
+        `${after.cacheInvalidations - before.cacheInvalidations} cache invalidations)`,
+    );
+    assert.ok(admittedAfter <= 1000, `admitted ${admittedAfter} ms after the reset`);
+    assert.ok(after.cacheInvalidations > before.cacheInvalidations, 'the epoch change was seen');
+  });
+
+  it('the limiter that resets drops its own cached denial at once', async () => {
+    const a = new RateLimiter({ client: await redis.client() });
+    const scope: Scope = { tenant: randomTenant(), route };
+    await cacheDenial(a, scope);
+    assert.equal(await a.reset(scope, policy), true);
+    const cached = a.stats().cachedDenials;
+    const d = await a.take(scope, policy);
+    assert.deepEqual(pick(d), { allowed: true, remaining: 0, limit: 1 });
+    assert.equal(a.stats().cachedDenials, cached);
+  });
+
+  it('on MemoryStore too: the resetting limiter at once, another within 800 ms', async () => {
+    const store = new MemoryStore();
+    const a = new RateLimiter({ store });
+    const b = new RateLimiter({ store });
+    const scope: Scope = { tenant: randomTenant(), route };
+    await cacheDenial(a, scope);
+    await cacheDenial(b, { ...scope, route: 'other' });
+    assert.equal(await a.reset(scope, policy), true);
+    assert.equal((await a.take(scope, policy)).allowed, true, 'the resetter at once');
+    assert.equal(await a.reset({ ...scope, route: 'other' }, policy), true);
+    await sleep(800);
+    const cached = b.stats().cachedDenials;
+    assert.equal((await b.take({ ...scope, route: 'other' }, policy)).allowed, true);
+    assert.equal(b.stats().cachedDenials, cached);
+  });
+});
+
+describe('takeAll validation: InvalidInputError naming the field, nothing sent', () => {
+  const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
+  const tenant = 'acme';
+  const item = (extra: Partial<TakeAllItem> = {}, user = 'u'): TakeAllItem => ({
+    scope: { tenant, route, user },
+    policy,
+    ...extra,
+  });
+  const cases: [string, unknown, string][] = [
+    ['no items', [], 'items'],
+    ['17 items', Array.from({ length: 17 }, (_, i) => item({}, `u${i}`)), 'items'],
+    ['not an array', { 0: item(), length: 1 }, 'items'],
+    [
+      'items of two tenants',
+      [item(), { scope: { tenant: 'other', route }, policy }],
+      'items[1].scope.tenant',
+    ],
+    ['the same scope and policy twice', [item(), item({}, 'v'), item()], 'items[2]'],
+    ['a cost of 0', [item(), item({}, 'v'), item({ cost: 0 }, 'w')], 'items[2].cost'],
+    ['a cost of 1.5', [item(), item({ cost: 1.5 }, 'v')], 'items[1].cost'],
+    ['a cost of NaN', [item({ cost: Number.NaN })], 'items[0].cost'],
+    [
+      'a look-alike policy',
+      [item(), item({ policy: { ...policy } as Policy }, 'v')],
+      'items[1].policy',
+    ],
+    ['no policy', [item(), { scope: { tenant, route } }], 'items[1].policy'],
+    ['an empty route', [item(), { scope: { tenant, route: '' }, policy }], 'items[1].scope.route'],
+    ['an empty tenant', [{ scope: { tenant: '', route }, policy }], 'items[0].scope.tenant'],
+    [
+      'a user of the wrong type',
+      [item(), { scope: { tenant, user: 7 }, policy }],
+      'items[1].scope.user',
+    ],
+    ['a null item', [item(), null], 'items[1]'],
+    ['no scope', [item(), { policy }], 'items[1].scope'],
+  ];
+
+  it('on a recording store', async () => {
+    const store = new RecordingStore();
+    const limiter = new RateLimiter({ store });
+    for (const [label, items, field] of cases) {
+      await assert.rejects(
+        limiter.takeAll(items as TakeAllItem[]),
+        (error: unknown) => {
+          assert.ok(error instanceof InvalidInputError, `${label}: ${String(error)}`);
+          assert.equal(error.field, field, label);
+          return true;
+        },
+        label,
+      );
+    }
+    assert.deepEqual(store.calls, [], 'nothing was sent');
+    assert.equal(limiter.stats().invalid, cases.length);
+    // A valid call is sent (the recording works).
+    const ok = await limiter.takeAll([item(), item({}, 'v')]);
+    assert.equal(ok.allowed, true);
+    assert.equal(store.calls.length, 1);
+  });
+
+  it('on Redis (INFO commandstats)', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const admin = await redis.admin();
+    const sent = async () =>
+      (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+    const before = await sent();
+    for (const [label, items, field] of cases) {
+      await assert.rejects(limiter.takeAll(items as TakeAllItem[]), { field }, label);
+    }
+    assert.equal(await sent(), before, 'nothing was sent');
+  });
+});
+
+for (const [storeName, makeStore] of Object.entries(STORES)) {
+  describe(`takeAll all or nothing on ${storeName}`, () => {
+    it('tenant-wide 5/min + per-user 2/min: a refused takeAll consumes nothing', async () => {
+      const store = await makeStore();
+      // No denial cache: every refusal here is decided by the store, with full decisions.
+      const limiter = await store.limiter({ denialCache: false });
+      const tenantWide = fixedWindow({ limit: 5, windowMs: 60_000, name: 'tenant-wide' });
+      const perUser = fixedWindow({ limit: 2, windowMs: 60_000, name: 'per-user' });
+      const tenant = randomTenant();
+      const items = (user: string): TakeAllItem[] => [
+        { scope: { tenant }, policy: tenantWide },
+        { scope: { tenant, user }, policy: perUser },
+      ];
+
+      for (let n = 1; n <= 2; n++) {
+        const r = await limiter.takeAll(items('u1'));
+        assert.equal(r.allowed, true, `u1 takeAll ${n}`);
+        assert.equal(r.cached, false);
+        assert.equal(r.retryAfterMs, 0);
+        assert.deepEqual(r.decisions.map(pick), [
+          { allowed: true, remaining: 5 - n, limit: 5 },
+          { allowed: true, remaining: 2 - n, limit: 2 },
+        ]);
+      }
+
+      const refused = await limiter.takeAll(items('u1'));
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.cached, false);
+      const [wide, user] = refused.decisions as [Decision, Decision];
+      assert.deepEqual(pick(wide), { allowed: false, remaining: 3, limit: 5 }, 'would have fitted');
+      assert.equal(wide.retryAfterMs, 0);
+      assert.ok(wide.resetMs > 0 && wide.resetMs <= 60_000, `resetMs ${wide.resetMs}`);
+      assert.deepEqual(pick(user), { allowed: false, remaining: 0, limit: 2 }, 'blocking');
+      assert.ok(user.retryAfterMs > 0 && user.retryAfterMs <= 60_001, `${user.retryAfterMs}`);
+      assert.equal(refused.retryAfterMs, Math.max(wide.retryAfterMs, user.retryAfterMs));
+      // Nothing consumed: 3 tenant-wide units left (a take would leave 2).
+      const peeked = await limiter.peek({ tenant }, tenantWide);
+      assert.deepEqual(pick(peeked), { allowed: true, remaining: 2, limit: 5 });
+
+      for (let n = 1; n <= 2; n++) {
+        const r = await limiter.takeAll(items('u2'));
+        assert.equal(r.allowed, true, `u2 takeAll ${n}`);
+        assert.deepEqual(r.decisions.map(pick), [
+          { allowed: true, remaining: 3 - n, limit: 5 },
+          { allowed: true, remaining: 2 - n, limit: 2 },
+        ]);
+      }
+      // Tenant-wide: 1 left.
+      assert.deepEqual(pick(await limiter.peek({ tenant }, tenantWide)), {
+        allowed: true,
+        remaining: 0,
+        limit: 5,
+      });
+      assert.equal((await limiter.takeAll(items('u3'))).allowed, true);
+
+      // Now the tenant-wide limit blocks, and u4's per-user item would have fitted.
+      const blocked = await limiter.takeAll(items('u4'));
+      assert.equal(blocked.allowed, false);
+      const [wide4, user4] = blocked.decisions as [Decision, Decision];
+      assert.deepEqual(pick(wide4), { allowed: false, remaining: 0, limit: 5 });
+      assert.ok(wide4.retryAfterMs > 0 && wide4.retryAfterMs <= 60_001);
+      assert.deepEqual(pick(user4), { allowed: false, remaining: 2, limit: 2 });
+      assert.equal(user4.retryAfterMs, 0);
+      assert.equal(blocked.retryAfterMs, wide4.retryAfterMs);
+      assert.deepEqual(pick(await limiter.peek({ tenant, user: 'u4' }, perUser)), {
+        allowed: true,
+        remaining: 1,
+        limit: 2,
+      });
+      if (store.snapshot) {
+        const gone = await store.snapshot(limiter.keyOf({ tenant, user: 'u4' }, perUser));
+        assert.equal(gone, null, 'the refused takeAll wrote no key for u4');
+      }
+    });
+
+    it('with the denial cache on, a refusal still consumes nothing', async () => {
+      const store = await makeStore();
+      const limiter = await store.limiter();
+      const tenantWide = fixedWindow({ limit: 5, windowMs: 60_000, name: 'tenant-wide' });
+      const perUser = fixedWindow({ limit: 1, windowMs: 60_000, name: 'per-user' });
+      const tenant = randomTenant();
+      const items: TakeAllItem[] = [
+        { scope: { tenant }, policy: tenantWide },
+        { scope: { tenant, user: 'u1' }, policy: perUser },
+      ];
+      assert.equal((await limiter.takeAll(items)).allowed, true);
+      for (let i = 0; i < 10; i++) {
+        const r = await limiter.takeAll(items);
+        assert.equal(r.allowed, false);
+        assert.ok((r.decisions[1] as Decision).retryAfterMs > 0);
+        assert.equal((r.decisions[0] as Decision).retryAfterMs, 0);
+        assert.equal(r.retryAfterMs, (r.decisions[1] as Decision).retryAfterMs);
+        await sleep(5);
+      }
+      assert.equal((await limiter.peek({ tenant }, tenantWide)).remaining, 3);
+    });
+  });
+}
