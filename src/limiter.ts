@@ -312,6 +312,14 @@ class Engine {
     };
   }
 
+  /**
+   * Sends the first reset-epoch read, once, with the limiter's first call: denials decided by
+   * calls sent from then on can be cached as soon as it returns.
+   */
+  firstEpochRead(): void {
+    if (this.denials !== undefined && this.#epochRead === 0) this.#readEpoch(this.clock());
+  }
+
   /** True while the reset epoch was confirmed recently enough to answer from the cache. */
   #epochFresh(now: number): boolean {
     const stale = now - this.#epochReadAt;
@@ -716,6 +724,7 @@ export class RateLimiter {
       return Promise.reject(new OverloadError(this.#maxInFlight));
     }
     engine.stats.inFlight++;
+    engine.firstEpochRead();
     return new Promise<T>((resolve, reject) => {
       const call = make(resolve, reject);
       engine.deadlines.track(call, now);

@@ -135,9 +135,9 @@ const CHECKS: Record<string, typeof gcra> = {
   gcra,
 };
 
-/** The algorithm tag of a sluice key: `<namespace>:<tag>:v<version>:{…}`. */
+/** The algorithm tag of a sluice key: `<namespace>:{<tenant>}:<tag>.<policy digest>[:…]`. */
 export function algorithmOf(key: string): string {
-  const match = /^[^:]+:([a-z]+):v\d+:\{/.exec(key);
+  const match = /^[^{}]+:\{[0-9a-f]+\}:([a-z]+)\.[0-9a-f]+(:|$)/.exec(key);
   if (match === null) throw new Error(`not a sluice key: ${key}`);
   return match[1] as string;
 }

@@ -46,17 +46,18 @@ export function loggedVariant(script: LuaScript): LuaScript {
       'local log_time\nlocal ALGORITHMS = {}',
       'the batch table',
     );
+    // Every admitted take (not a dry run: peeks and takeAll's first pass write nothing).
     source = replaceOnce(
       source,
-      '  local ok, reply\n',
-      '  local ok, reply\n  log_time = nil\n',
-      'pcall',
-    );
-    source = replaceOnce(
-      source,
-      '  if ok then\n',
-      `  if ok then\n${logStatement('KEYS[i]', "table.concat(ARGV, ',', base + 1, base + tonumber(ARGV[base]))")}\n`,
-      'the success branch',
+      '  return pcall(algorithm, i, base, dry, probe)\n',
+      `  log_time = nil
+  local ok, reply = pcall(algorithm, i, base, dry, probe)
+  if ok and not dry then
+${logStatement('KEYS[i]', "table.concat(ARGV, ',', base + 1, base + tonumber(ARGV[base]))")}
+  end
+  return ok, reply
+`,
+      'the decide function',
     );
     return scriptFromSource('batch+log', source, script.keyCount);
   }

@@ -15,7 +15,7 @@ function entry(
   args: number[],
   reply: number[] = [1, 0, 0, 0],
 ): LoggedAdmission {
-  return { key: `soak:${tag}:v1:{k}`, us: T0 + atMs * 1000, args, reply };
+  return { key: `soak:{0a}:${tag}.0123456789abcdef:1b`, us: T0 + atMs * 1000, args, reply };
 }
 
 describe('admission checker', () => {

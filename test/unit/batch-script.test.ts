@@ -13,13 +13,19 @@ describe('batch script assembly', () => {
   });
 
   it('refuses an algorithm that reads other keys or ARGV as a whole', () => {
+    const mode = '-- mode:begin\nlocal dry, probe = false, false\n-- mode:end\n';
     for (const source of ['return #ARGV', 'return KEYS[2]', 'local k = KEYS', 'return ARGV[n]']) {
       assert.throws(
-        () => batchBody(scriptFromSource('bad', source, 1)),
+        () => batchBody(scriptFromSource('bad', mode + source, 1)),
         /batchable script/,
         source,
       );
     }
+    assert.throws(
+      () => batchBody(scriptFromSource('bad', 'return KEYS[1]', 1)),
+      /no mode:begin/,
+      'an algorithm must let the batch set dry and probe',
+    );
   });
 
   it('every algorithm has an id, and the batch SHA-1 is computed from the assembled text', () => {
@@ -28,7 +34,7 @@ describe('batch script assembly', () => {
     BATCH_ALGORITHMS.forEach((script, i) => {
       assert.equal(batchId(script), i + 1);
       assert.ok(
-        batchScript.source.includes(`ALGORITHMS[${i + 1}] = function(i, base)`),
+        batchScript.source.includes(`ALGORITHMS[${i + 1}] = function(i, base, dry, probe)`),
         script.name,
       );
     });

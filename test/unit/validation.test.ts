@@ -70,8 +70,9 @@ describe('invalid input is rejected before Redis (S11)', () => {
   });
 
   const policy = fixedWindow({ limit: 10, windowMs: 1000 });
-  for (const field of ['tenant', 'route'] as const) {
-    for (const value of BAD_STRINGS) {
+  for (const field of ['tenant', 'route', 'user'] as const) {
+    // A scope without a route or user is valid: a tenant-wide (or route-wide) limit.
+    for (const value of BAD_STRINGS.filter((v) => field === 'tenant' || v !== undefined)) {
       it(`scope.${field} = ${typeof value === 'string' ? `string(${value.length})` : String(value)} → InvalidInputError, no store call`, async () => {
         const spy = spyStore();
         const limiter = new RateLimiter({ store: spy.store });
