@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import type { Policy } from '../../src/algorithms/policy.js';
 import { RateLimiter } from '../../src/limiter.js';
+import { MemoryStore } from '../../src/stores/memory.js';
 import type { Decision } from '../../src/types.js';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -49,7 +50,8 @@ describe('fixed window on Redis', () => {
   });
 
   it('remaining = limit − n at each step; denied takes leave the counter at the limit', async () => {
-    const [limiter] = (await limiters(1)) as [RateLimiter];
+    // No denial cache: every denial below is decided by the script's denied branch on Redis.
+    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
     const admin = await redis.admin();
     const tenant = randomTenant();
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
@@ -59,10 +61,60 @@ describe('fixed window on Redis', () => {
       assert.ok(d.resetMs > 0 && d.resetMs <= 60_000);
     }
     for (let i = 0; i < 5; i++) {
+      const before = await commandCalls(admin, 'evalsha');
       const d = await limiter.take({ tenant, route }, policy);
-      assert.equal(d.allowed, false);
-      assert.equal(d.remaining, 0);
+      assert.equal(
+        await commandCalls(admin, 'evalsha'),
+        before + 1,
+        `denied take ${i + 1} ran the script on Redis`,
+      );
+      assert.deepEqual([d.allowed, d.remaining, d.limit], [false, 0, 5]);
+      assert.equal(d.retryAfterMs, d.resetMs + 1);
       assert.equal(await admin.get(keyOf(tenant, policy)), '5');
+    }
+    assert.deepEqual([limiter.stats().limited, limiter.stats().cachedDenials], [5, 0]);
+  });
+
+  it('a denial reports retryAfterMs = resetMs + 1, on Redis and on MemoryStore (no denial cache)', async () => {
+    // Redis expires a key only once its expiry time has passed: a retry after exactly
+    // resetMs would still find the window, so the script reports resetMs + 1.
+    const clock = { now: 5_000_000 };
+    const byStore = {
+      Redis: new RateLimiter({ client: await redis.client(), denialCache: false }),
+      MemoryStore: new RateLimiter({
+        store: new MemoryStore({ clock: () => clock.now }),
+        denialCache: false,
+      }),
+    };
+    const policy = fixedWindow({ limit: 3, windowMs: 60_000 });
+    for (const [store, limiter] of Object.entries(byStore)) {
+      const scope = { tenant: randomTenant(), route };
+      assert.equal((await limiter.take(scope, policy, { cost: 2 })).allowed, true);
+      clock.now += 250;
+      const denials: Decision[] = [];
+      denials.push(await limiter.take(scope, policy, { cost: 2 })); // 1 left: does not fit
+      assert.equal((await limiter.take(scope, policy)).allowed, true);
+      denials.push(await limiter.take(scope, policy)); // the window is full
+      // Coalesced into one batch script call: the batch runs the same body.
+      denials.push(
+        ...(await Promise.all([limiter.take(scope, policy), limiter.take(scope, policy)])),
+      );
+      assert.deepEqual(
+        denials.map((d) => [d.allowed, d.remaining]),
+        [
+          [false, 1],
+          [false, 0],
+          [false, 0],
+          [false, 0],
+        ],
+        store,
+      );
+      for (const d of denials) {
+        assert.ok(d.resetMs > 0 && d.resetMs <= 60_000, `${store}: resetMs ${d.resetMs}`);
+        assert.equal(d.retryAfterMs, d.resetMs + 1, `${store}: retryAfterMs vs resetMs`);
+        if (store === 'MemoryStore') assert.equal(d.resetMs, 59_750, 'MemoryStore: exact');
+      }
+      assert.equal(limiter.stats().cachedDenials, 0);
     }
   });
 
