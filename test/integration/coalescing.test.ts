@@ -14,7 +14,7 @@ import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { StoreError } from '../../src/errors.js';
 import { RateLimiter } from '../../src/limiter.js';
-import type { Scope } from '../../src/types.js';
+import type { Decision, Scope } from '../../src/types.js';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -79,20 +79,39 @@ describe('coalescing', () => {
     }));
     const saltA = randomTenant();
     const saltB = randomTenant();
+    const started = performance.now();
     const a = await Promise.all(
       plan.map((p) =>
         batched.take({ tenant: saltA + p.tenant, route }, p.policy, { cost: p.cost }),
       ),
     );
-    const b: unknown[] = [];
+    const b: Decision[] = [];
     for (const p of plan)
       b.push(await single.take({ tenant: saltB + p.tenant, route }, p.policy, { cost: p.cost }));
-    const shape = (d: { allowed: boolean; remaining: number; retryAfterMs: number }) => [
+    const shape = (d: Decision) => [
       d.allowed,
       d.remaining,
+      d.limit,
       d.retryAfterMs === Number.POSITIVE_INFINITY,
     ];
-    assert.deepEqual(a.map(shape), (b as typeof a).map(shape));
+    assert.deepEqual(a.map(shape), b.map(shape));
+    // The times are read on Redis's real clock (the fixed window's TTL, the others' TIME),
+    // and both runs move on it: a's and b's decision on item i are at most the two runs'
+    // span apart (+1 ms for each side's rounding).
+    const slack = Math.ceil(performance.now() - started) + 2;
+    const near = (x: number, y: number) =>
+      Number.isFinite(x) || Number.isFinite(y) ? Math.abs(x - y) <= slack : x === y;
+    a.forEach((x, i) => {
+      const y = b[i] as Decision;
+      const what = `item ${i} (${plan[i]?.policy.algorithm}, cost ${plan[i]?.cost}): batched ${JSON.stringify(x)} vs one by one ${JSON.stringify(y)}, slack ${slack} ms`;
+      assert.ok(near(x.resetMs, y.resetMs), `resetMs of ${what}`);
+      if (x.allowed) assert.equal(x.retryAfterMs, y.retryAfterMs, `retryAfterMs of ${what}`);
+      else
+        assert.ok(
+          x.retryAfterMs > 0 && near(x.retryAfterMs, y.retryAfterMs),
+          `retryAfterMs of ${what}`,
+        );
+    });
   });
 
   it('one failing item (a key of the wrong type) fails alone; its batch neighbours are decided', async () => {
