@@ -18,6 +18,7 @@ import {
 import { RateLimiter } from '../../src/limiter.js';
 import { createRedisClient } from '../../src/stores/node-redis.js';
 import { fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -40,7 +41,10 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const client = await redis.client();
     const limiter = new RateLimiter({ client });
     client.destroy();
-    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), UnavailableError);
+    await assert.rejects(
+      within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
+      UnavailableError,
+    );
     assert.equal(limiter.stats().unavailable, 1);
     assert.equal(limiter.stats().allowed, 0);
   });
@@ -53,8 +57,10 @@ describe('failures are typed, bounded and never "allowed"', () => {
     assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
     await server.kill();
     const started = performance.now();
-    const results = await Promise.allSettled(
-      Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy)),
+    const results = await within(
+      Promise.allSettled(Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy))),
+      boundFor(1000),
+      '50 takes on a killed Redis',
     );
     const elapsed = performance.now() - started;
     for (const result of results) {
@@ -72,7 +78,10 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const tenant = randomTenant();
     await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
     const started = performance.now();
-    await assert.rejects(limiter.take({ tenant, route }, policy), TimeoutError);
+    await assert.rejects(
+      within(limiter.take({ tenant, route }, policy), boundFor(150), 'the take'),
+      TimeoutError,
+    );
     const elapsed = performance.now() - started;
     assert.ok(
       elapsed >= 145 && elapsed < 450,
@@ -97,7 +106,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
       assert.equal((await limiter.take({ tenant, route }, policy)).remaining, 99);
       proxy.mode = 'cut-after-send';
       const started = performance.now();
-      const error = await limiter.take({ tenant, route }, policy).catch((e: unknown) => e);
+      const error = await within(
+        limiter.take({ tenant, route }, policy).catch((e: unknown) => e),
+        boundFor(500),
+        'the take',
+      );
       const elapsed = performance.now() - started;
       assert.ok(error instanceof UnavailableError || error instanceof TimeoutError, String(error));
       assert.ok(elapsed < 600, `answered in ${elapsed.toFixed(0)} ms`);
@@ -161,10 +174,17 @@ describe('failures are typed, bounded and never "allowed"', () => {
       limiter.take({ tenant: randomTenant(), route }, policy),
     );
     const started = performance.now();
-    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), OverloadError);
+    await assert.rejects(
+      within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(1000), 'the take'),
+      OverloadError,
+    );
     assert.ok(performance.now() - started < 50, 'rejected at once');
     assert.equal(limiter.stats().inFlight, 8);
-    const results = await Promise.allSettled(pending);
+    const results = await within(
+      Promise.allSettled(pending),
+      boundFor(1000),
+      'the 8 takes in flight',
+    );
     assert.ok(
       results.every((r) => r.status === 'fulfilled'),
       'the 8 admitted calls complete after the pause',
@@ -179,7 +199,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const limiter = new RateLimiter({ client });
     const tenant = randomTenant();
     await admin.hSet(keyOf(tenant), 'x', '1');
-    const error = await limiter.take({ tenant, route }, policy).catch((e: unknown) => e);
+    const error = await within(
+      limiter.take({ tenant, route }, policy).catch((e: unknown) => e),
+      boundFor(150),
+      'the take',
+    );
     assert.ok(error instanceof StoreError, String(error));
     assert.equal(error.redisCode, 'WRONGTYPE');
     assert.equal(limiter.stats().storeError, 1);
@@ -192,7 +216,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const started = performance.now();
     const warnings: Error[] = [];
     await assert.rejects(
-      createRedisClient({ url: server.url, onError: (e) => warnings.push(e) }),
+      within(
+        createRedisClient({ url: server.url, onError: (e) => warnings.push(e) }),
+        boundFor(1000),
+        'createRedisClient',
+      ),
       UnavailableError,
     );
     assert.ok(performance.now() - started < 2000);
@@ -202,7 +230,10 @@ describe('failures are typed, bounded and never "allowed"', () => {
   it('a callback-style client (node-redis .legacy()) → UnavailableError, not a crash', async () => {
     const client = await redis.client();
     const limiter = new RateLimiter({ client: client.legacy() as never });
-    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), UnavailableError);
+    await assert.rejects(
+      within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
+      UnavailableError,
+    );
     assert.equal(limiter.stats().inFlight, 0);
   });
 
@@ -217,9 +248,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const client = await redis.client({ url: server.url });
     const limiter = new RateLimiter({ client, timeoutMs: 1000 });
     await fillMemory(client);
-    const error = await limiter
-      .take({ tenant: randomTenant(), route }, policy)
-      .catch((e: unknown) => e);
+    const error = await within(
+      limiter.take({ tenant: randomTenant(), route }, policy).catch((e: unknown) => e),
+      boundFor(1000),
+      'the take',
+    );
     assert.ok(error instanceof StoreError, String(error));
     assert.equal(error.redisCode, 'OOM');
     assert.equal(limiter.stats().allowed, 0);
@@ -234,7 +267,10 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const sleeping = admin.sendCommand(['DEBUG', 'SLEEP', '1']);
     await sleep(20);
     const started = performance.now();
-    await assert.rejects(limiter.take({ tenant: randomTenant(), route }, policy), TimeoutError);
+    await assert.rejects(
+      within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
+      TimeoutError,
+    );
     const elapsed = performance.now() - started;
     assert.ok(elapsed >= 145 && elapsed < 450, `timed out after ${elapsed.toFixed(0)} ms`);
     await sleeping;
@@ -244,7 +280,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const client = await redis.client();
     const limiter = new RateLimiter({ client });
     client.destroy();
-    const error = await limiter.take({ tenant: 'a', route }, policy).catch((e: unknown) => e);
+    const error = await within(
+      limiter.take({ tenant: 'a', route }, policy).catch((e: unknown) => e),
+      boundFor(150),
+      'the take',
+    );
     assert.ok(error instanceof SluiceError);
     assert.equal(error.code, 'SLUICE_UNAVAILABLE');
   });

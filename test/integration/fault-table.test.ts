@@ -16,6 +16,7 @@ import { isSluiceError } from '../../src/errors.js';
 import { withRateLimit } from '../../src/http/node.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { type Client, fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
 const TIMEOUT_MS = 150;
@@ -132,7 +133,11 @@ const ROWS: Row[] = [
         tenant: randomTenant(),
         inject: async () => {
           proxy.mode = 'blackhole';
-          while (stalls === 0) await sleep(10);
+          const bound = performance.now() + boundFor(300);
+          while (stalls === 0) {
+            if (performance.now() > bound) assert.fail('the watchdog found no stall');
+            await sleep(10);
+          }
         },
       };
     },
@@ -267,14 +272,22 @@ describe('the README fault table is what the tests observe', () => {
       );
       await inject();
       const started = performance.now();
-      const outcome = await limiter.take({ tenant, route }, policy).then(
-        () => 'decision',
-        (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
+      const outcome = await within(
+        limiter.take({ tenant, route }, policy).then(
+          () => 'decision',
+          (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
+        ),
+        boundFor(TIMEOUT_MS),
+        `take under "${row.fault}"`,
       );
       const elapsed = performance.now() - started;
       // Over HTTP, with the same fault (the proxy and server faults persist; re-inject the rest).
       if (row.outcome !== 'decision') await inject().catch(() => {});
-      const res = await fetch(url, { method: 'POST' });
+      const res = await within(
+        fetch(url, { method: 'POST' }),
+        boundFor(TIMEOUT_MS),
+        `HTTP request under "${row.fault}"`,
+      );
       await res.arrayBuffer();
       console.log(`${row.fault}: ${outcome}, HTTP ${res.status}, ${elapsed.toFixed(0)} ms`);
       assert.equal(outcome, row.outcome);

@@ -15,12 +15,15 @@ import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
 import { isSluiceError } from '../../src/errors.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { useRedis } from '../helpers/redis.js';
+import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
 // A full garbage collection before each heap reading, so that growth means retained memory.
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 const SECONDS = Number(process.env.SLUICE_OUTAGE_SECONDS ?? 30);
+/** The deadline of every limiter here. */
+const TIMEOUT_MS = 150;
 const own: PrivateRedis[] = [];
 after(async () => {
   for (const server of own) await server.stop();
@@ -75,7 +78,7 @@ async function offer(limiter: RateLimiter, seconds: number, perSecond = 1000): P
       maxInFlight = Math.max(maxInFlight, limiter.stats().inFlight);
       await sleep(10);
     }
-    await Promise.all(calls);
+    await within(Promise.all(calls), boundFor(TIMEOUT_MS), 'every call offered settles');
     calls.length = 0;
     await sleep(50);
     gc();
@@ -101,7 +104,7 @@ describe('bounded under outage', () => {
         url: `redis://127.0.0.1:${proxy.port}`,
         reconnect: true,
       });
-      const limiter = new RateLimiter({ client, timeoutMs: 150, maxInFlight: 500 });
+      const limiter = new RateLimiter({ client, timeoutMs: TIMEOUT_MS, maxInFlight: 500 });
       proxy.mode = 'blackhole';
       const f = await offer(limiter, SECONDS);
       print('black hole', f);
@@ -128,7 +131,7 @@ describe('bounded under outage', () => {
     const server = await startRedisServer();
     own.push(server);
     const client = await redis.client({ url: server.url, reconnect: true });
-    const limiter = new RateLimiter({ client, timeoutMs: 150, maxInFlight: 500 });
+    const limiter = new RateLimiter({ client, timeoutMs: TIMEOUT_MS, maxInFlight: 500 });
     await server.kill();
     const f = await offer(limiter, 10);
     print('Redis down', f);

@@ -13,6 +13,7 @@ import { InvalidInputError, isSluiceError, type UnavailableError } from '../../s
 import { RateLimiter } from '../../src/limiter.js';
 import { createRedisClient } from '../../src/stores/node-redis.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
+import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
 const proxies: TcpProxy[] = [];
@@ -35,12 +36,23 @@ async function proxied(options: { stallTimeoutMs: number; reconnect: boolean }) 
   return { proxy, client, stalls };
 }
 
-/** The outcome of a take: `allowed`, `limited` or the error code; and how long it took. */
-async function outcomeOf(limiter: RateLimiter): Promise<{ outcome: string; ms: number }> {
+/**
+ * The outcome of a take: `allowed`, `limited` or the error code; and how long it took. Fails
+ * the test if the take has not settled within `boundFor(timeoutMs)` (the limiter's deadline,
+ * default 150 ms).
+ */
+async function outcomeOf(
+  limiter: RateLimiter,
+  timeoutMs = 150,
+): Promise<{ outcome: string; ms: number }> {
   const started = performance.now();
-  const outcome = await limiter.take({ tenant: randomTenant(), route: 'r' }, policy).then(
-    (d) => (d.allowed ? 'allowed' : 'limited'),
-    (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
+  const outcome = await within(
+    limiter.take({ tenant: randomTenant(), route: 'r' }, policy).then(
+      (d) => (d.allowed ? 'allowed' : 'limited'),
+      (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
+    ),
+    boundFor(timeoutMs),
+    `a take (deadline ${timeoutMs} ms)`,
   );
   return { outcome, ms: performance.now() - started };
 }
@@ -53,9 +65,9 @@ async function until(condition: () => boolean, withinMs: number, what: string): 
   }
 }
 
-/** Fills the in-flight cap on a black-holed connection; returns the outcomes. */
+/** Fills the in-flight cap on a black-holed connection (deadline 100 ms); returns the outcomes. */
 async function fillCap(limiter: RateLimiter, takes: number): Promise<Record<string, number>> {
-  const outcomes = await Promise.all(Array.from({ length: takes }, () => outcomeOf(limiter)));
+  const outcomes = await Promise.all(Array.from({ length: takes }, () => outcomeOf(limiter, 100)));
   const counts: Record<string, number> = {};
   for (const { outcome } of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
   return counts;
@@ -161,7 +173,8 @@ describe('stall watchdog', () => {
     proxy.mode = 'blackhole';
     await until(() => stalls.length === 1, 1500, 'the stall is detected');
     proxy.mode = 'pass';
-    await client.close(); // used to reject with "The client is closed"
+    // It used to reject with "The client is closed".
+    await within(client.close(), boundFor(150), 'close() while the watchdog reopens');
     await sleep(400);
     assert.equal(client.isOpen, false);
     assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
@@ -183,7 +196,7 @@ describe('stall watchdog', () => {
       proxy.mode = 'blackhole';
       await until(() => closing !== undefined, 1500, 'the watchdog reconnects');
       if (healed) proxy.mode = 'pass';
-      await closing;
+      await within(closing as Promise<void>, boundFor(150), 'close() from inside the reconnect');
       await sleep(400);
       assert.equal(stalls.length, 1);
       assert.equal(client.isOpen, false);
@@ -203,7 +216,7 @@ describe('stall watchdog', () => {
     const limiter = new RateLimiter({ client, timeoutMs: 5000 });
     const outcomes: string[] = [];
     for (let i = 0; i < 6; i++) {
-      const take = outcomeOf(limiter);
+      const take = outcomeOf(limiter, 5000);
       await new Promise((resolve) => setImmediate(resolve));
       const end = performance.now() + 400; // longer than stallTimeoutMs
       while (performance.now() < end) {}
@@ -232,7 +245,8 @@ describe('stall watchdog', () => {
     const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 300, reconnect: true });
     proxy.mode = 'blackhole';
     await sleep(200); // the watchdog's PING is outstanding, no verdict yet
-    await client.close(); // node-redis alone waits for that PING's reply forever
+    // node-redis alone waits for that PING's reply forever.
+    await within(client.close(), boundFor(300), 'close() during a black hole');
     await sleep(100);
     assert.equal(stalls.length, 0);
     assert.equal(client.isOpen, false);
@@ -241,7 +255,7 @@ describe('stall watchdog', () => {
     const q = await proxied({ stallTimeoutMs: 300, reconnect: true });
     q.proxy.mode = 'blackhole';
     await sleep(200);
-    assert.equal(await q.client.quit(), 'OK');
+    assert.equal(await within(q.client.quit(), boundFor(300), 'quit() during a black hole'), 'OK');
     await sleep(100);
     assert.equal(q.proxy.connections, 0);
   });
@@ -250,7 +264,8 @@ describe('stall watchdog', () => {
     const off = await proxied({ stallTimeoutMs: 150, reconnect: false });
     off.proxy.mode = 'blackhole';
     await until(() => off.stalls.length === 1, 1500, 'the stall is detected');
-    await off.client.close(); // used to reject: "The client is closed"
+    // It used to reject: "The client is closed".
+    await within(off.client.close(), boundFor(150), 'close() of a client the watchdog closed');
     const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
     proxies.push(proxy);
     let closing: Promise<void> | undefined;
@@ -264,7 +279,7 @@ describe('stall watchdog', () => {
     });
     proxy.mode = 'blackhole';
     await until(() => closing !== undefined, 1500, 'the stall is detected');
-    await closing;
+    await within(closing as Promise<void>, boundFor(150), 'close() from inside onStall');
     proxy.mode = 'pass';
     await sleep(400);
     assert.equal(client.isOpen, false, 'not reopened');
@@ -305,12 +320,27 @@ describe('stall watchdog', () => {
 
   it('a healthy connection under load is never recycled', async () => {
     const { client, stalls } = await proxied({ stallTimeoutMs: 100, reconnect: true });
-    const limiter = new RateLimiter({ client });
+    // A generous deadline: a recycle fails the calls in flight at once (SLUICE_UNAVAILABLE),
+    // whatever the deadline; a slow reply on a loaded machine is no stall.
+    const limiter = new RateLimiter({ client, timeoutMs: 2000 });
+    const counts: Record<string, number> = {};
+    let takes = 0;
     const started = performance.now();
     while (performance.now() - started < 1000) {
-      await Promise.all(Array.from({ length: 200 }, () => outcomeOf(limiter)));
+      const outcomes = await Promise.all(
+        Array.from({ length: 200 }, () => outcomeOf(limiter, 2000)),
+      );
+      takes += outcomes.length;
+      for (const { outcome } of outcomes) counts[outcome] = (counts[outcome] ?? 0) + 1;
     }
     assert.equal(stalls.length, 0);
+    // Every take a decision (each on a fresh scope, far below the limit: admitted).
+    assert.deepEqual(counts, { allowed: takes });
+    const stats = limiter.stats();
+    assert.deepEqual(
+      [stats.allowed, stats.limited, stats.timeout, stats.unavailable, stats.inFlight],
+      [takes, 0, 0, 0, 0],
+    );
     client.destroy();
   });
 
