@@ -18,6 +18,8 @@ export interface Policy {
    * `"fixed-window-10-per-60000ms"`). Part of the policy's identity.
    */
   readonly name: string;
+  /** @internal True when `name` was given to the builder (not derived). */
+  readonly named: boolean;
   /**
    * The policy's identity as it appears in Redis keys: the algorithm's key tag and a digest
    * of the algorithm, every parameter, the version and the name, e.g. `"fw.3c2a9d0e1b7f4a55"`.
@@ -106,6 +108,7 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
   const id = `${spec.keyTag}.${digest([spec.algorithm, params, spec.version, name], 16)}`;
   return definePolicy({
     name,
+    named: spec.name !== undefined,
     id,
     horizonMs: spec.horizonMs,
     algorithm: spec.algorithm,

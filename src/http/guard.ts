@@ -38,6 +38,8 @@ export type HttpOutcome =
 export interface HttpOutcomeEvent {
   readonly outcome: HttpOutcome;
   readonly route: string;
+  /** The policy's name (see `Policy.name`). */
+  readonly policy: string;
   /** The decision, for `allowed` and `limited`. */
   readonly decision?: Decision;
   /** The limiter's error, for the failure outcomes. */
@@ -194,20 +196,27 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   // Shared by every request: frozen, so one request's code cannot add a header to another's.
   const PASS: GuardVerdict = Object.freeze({ pass: true, headers: Object.freeze({}) });
   const headerOptions = options.headers ?? {};
+  // The quota's name in the headers: the policy's own name when it was given one, else the
+  // route template (a derived name describes parameters, not the quota).
   const headersOf = (decision: Decision, route: string): Record<string, string> =>
     headerOptions === false
       ? {}
-      : rateLimitHeaders(decision, route, policy.quotaWindowMs, headerOptions);
+      : rateLimitHeaders(
+          decision,
+          policy.named ? policy.name : route,
+          policy.quotaWindowMs,
+          headerOptions,
+        );
   const withHeaders = (decision: Decision, route: string): GuardVerdict =>
     headerOptions === false ? PASS : { pass: true, headers: headersOf(decision, route) };
   /** In shadow mode: let the request through, marked with the would-be decision. */
   const passInShadow = (wouldBe: 'allowed' | 'limited' | 'unavailable'): GuardVerdict =>
     shadowHeader === undefined ? PASS : { pass: true, headers: { [shadowHeader]: wouldBe } };
-  const record = (event: HttpOutcomeEvent) => {
+  const record = (event: Omit<HttpOutcomeEvent, 'policy'>) => {
     counts[event.outcome]++;
     if (onOutcome === undefined) return;
     try {
-      onOutcome(event);
+      onOutcome({ ...event, policy: policy.name });
     } catch (error) {
       // A broken observer must not change the answer (the quota is already spent).
       process.emitWarning(`sluice onOutcome threw: ${String(error)}`, {

@@ -264,6 +264,31 @@ describe('node:http adapter', () => {
     assert.match(limited.headers.get('ratelimit') ?? '', /;r=0;/);
   });
 
+  it('a named policy names its quota in RateLimit-Policy, and every outcome event carries the name', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const events: string[] = [];
+    const a = await app(
+      limiter,
+      fixedWindow({ limit: 1, windowMs: 60_000, name: 'orders-per-minute' }),
+      {
+        onOutcome: (event) => events.push(`${event.outcome}:${event.policy}`),
+      },
+    );
+    const tenant = randomTenant();
+    const send = () =>
+      fetch(`${a.url}/orders`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+      });
+    const first = await send();
+    await first.arrayBuffer();
+    assert.equal(first.headers.get('ratelimit-policy'), '"orders-per-minute";q=1;w=60');
+    const limited = await send();
+    await limited.arrayBuffer();
+    assert.match(limited.headers.get('ratelimit') ?? '', /^"orders-per-minute";r=0;t=\d+$/);
+    assert.deepEqual(events, ['allowed:orders-per-minute', 'limited:orders-per-minute']);
+  });
+
   it('no rate-limit headers with headers: false, and none invented when the limiter failed', async () => {
     const client = await redis.client();
     const quiet = await app(
