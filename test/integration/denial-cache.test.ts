@@ -57,9 +57,9 @@ class DelayedStore implements ScriptStore {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 /**
- * Puts the limiter's cache in service: denials on the primer scope are cached once the first
- * reset epoch read (sent by the first take that finds one) has returned — the first read
- * empties the cache, and on Redis it may return after the take that sent it (NOSCRIPT).
+ * Puts the limiter's cache in service: denials on the primer scope are cached once a reset
+ * epoch read has confirmed the epoch — the first read empties the cache, and on Redis it may
+ * return after the take it went with (NOSCRIPT), so take until a denial is answered locally.
  */
 async function prime(limiter: RateLimiter): Promise<void> {
   const scope = { tenant: randomTenant(), route };
