@@ -1,0 +1,83 @@
+/**
+ * Stacked limits across replicas: 3 processes × 40 callers released together, each call a
+ * `takeAll` of a tenant-wide limit and a per-user limit (5 users). Whichever limit binds,
+ * the admitted total is exactly that limit, no user passes its own limit, and each user's
+ * remaining matches what was admitted — a refused `takeAll` consumed nothing anywhere.
+ */
+import assert from 'node:assert/strict';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+import { RateLimiter } from '../../src/limiter.js';
+import { POLICY_OF } from '../fixtures/take-all-taker.js';
+import { randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const taker = new URL('../fixtures/take-all-taker.ts', import.meta.url).pathname;
+const USERS = ['u0', 'u1', 'u2', 'u3', 'u4'];
+
+let children: ChildProcessByStdio<Writable, Readable, null>[] = [];
+let lines: AsyncIterator<string>[] = [];
+
+function start(): void {
+  if (children.length > 0) return;
+  children = Array.from({ length: 3 }, () =>
+    spawn(process.execPath, ['--import', 'tsx', taker], {
+      env: { ...process.env, REDIS_URL: redis.server.url },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    }),
+  );
+  lines = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]());
+}
+
+after(() => {
+  for (const child of children) child.kill();
+});
+
+/** One race: the users admitted, over every process. */
+async function race(tenant: string, algorithm: string, tenantLimit: number, userLimit: number) {
+  start();
+  for (const child of children) {
+    child.stdin.write(`${tenant} ${algorithm} ${tenantLimit} ${userLimit}\n`);
+  }
+  for (const line of lines) assert.equal((await line.next()).value, 'ready');
+  await (await redis.admin()).publish(`go:${tenant}`, 'go');
+  const reports = await Promise.all(
+    lines.map(async (line) => JSON.parse((await line.next()).value as string) as string[]),
+  );
+  return reports.flat();
+}
+
+describe('takeAll across 3 processes: tenant-wide + per-user limits', () => {
+  for (const algorithm of Object.keys(POLICY_OF)) {
+    it(`${algorithm}: exactly the binding limit is admitted, and a refused takeAll consumes nothing`, async () => {
+      const of = POLICY_OF[algorithm] as (typeof POLICY_OF)[string];
+      const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+      for (const [tenantLimit, userLimit, binding] of [
+        [20, 6, 20], // the tenant-wide limit binds (5 users × 6 > 20)
+        [100, 4, 20], // the per-user limits bind (5 × 4 < 100)
+      ] as const) {
+        const tenant = randomTenant();
+        const admitted = await race(tenant, algorithm, tenantLimit, userLimit);
+        const context = `${tenantLimit}/${userLimit}`;
+        assert.equal(admitted.length, binding, context);
+        const tenantWide = of(tenantLimit, 'tenant-wide');
+        const perUser = of(userLimit, 'per-user');
+        const whole = await limiter.peek({ tenant }, tenantWide);
+        assert.equal(whole.remaining + (whole.allowed ? 1 : 0), tenantLimit - binding, context);
+        for (const user of USERS) {
+          const count = admitted.filter((u) => u === user).length;
+          assert.ok(count <= userLimit, `${context}: ${user} admitted ${count}`);
+          const mine = await limiter.peek({ tenant, route: 'POST/orders', user }, perUser);
+          // A peek reports what would be left after one more unit, when it fits.
+          assert.equal(
+            mine.allowed ? mine.remaining + 1 : mine.remaining,
+            userLimit - count,
+            `${context}: ${user}`,
+          );
+        }
+      }
+    });
+  }
+});
