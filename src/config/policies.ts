@@ -26,6 +26,7 @@ import type { FailureMode } from '../http/core.js';
 
 const positive = z.number().int().positive();
 const common = {
+  name: z.string().optional(),
   version: z.union([z.number().int().nonnegative(), z.string()]).optional(),
   cost: positive.optional(),
   failureMode: z.enum(['fail-closed', 'fail-open']).optional(),
@@ -158,21 +159,22 @@ export function loadPolicies(path: string | URL): ReadonlyMap<string, RouteSetti
 }
 
 function build(r: z.infer<typeof routePolicy>): Policy {
+  const identity = { name: r.name, version: r.version };
   switch (r.algorithm) {
     case 'fixed-window':
-      return fixedWindow({ limit: r.limit, windowMs: r.windowMs, version: r.version });
+      return fixedWindow({ limit: r.limit, windowMs: r.windowMs, ...identity });
     case 'sliding-window-log':
-      return slidingWindowLog({ limit: r.limit, windowMs: r.windowMs, version: r.version });
+      return slidingWindowLog({ limit: r.limit, windowMs: r.windowMs, ...identity });
     case 'sliding-window-counter':
-      return slidingWindowCounter({ limit: r.limit, windowMs: r.windowMs, version: r.version });
+      return slidingWindowCounter({ limit: r.limit, windowMs: r.windowMs, ...identity });
     case 'token-bucket':
       return tokenBucket({
         capacity: r.capacity,
         refillTokens: r.refillTokens,
         refillIntervalMs: r.refillIntervalMs,
-        version: r.version,
+        ...identity,
       });
     case 'gcra':
-      return gcra({ limit: r.limit, periodMs: r.periodMs, burst: r.burst, version: r.version });
+      return gcra({ limit: r.limit, periodMs: r.periodMs, burst: r.burst, ...identity });
   }
 }

@@ -83,6 +83,15 @@ describe('policies from configuration (zod)', () => {
       'routes["POST/orders"].limit',
     ],
     ['no routes at all', {}, 'routes'],
+    [
+      'a policy name with a space',
+      {
+        routes: {
+          'POST/orders': { algorithm: 'fixed-window', limit: 1, windowMs: 1, name: 'a b' },
+        },
+      },
+      'routes["POST/orders"].name',
+    ],
   ];
   for (const [label, config, field] of bad) {
     it(`${label} → InvalidInputError naming ${field}`, () => {
@@ -92,6 +101,20 @@ describe('policies from configuration (zod)', () => {
       );
     });
   }
+
+  it('a policy may be named; the name is part of its identity', () => {
+    const routes = policiesFrom({
+      routes: {
+        'POST/orders': { algorithm: 'gcra', limit: 5, periodMs: 1000, name: 'orders-5ps' },
+        'GET/orders': { algorithm: 'gcra', limit: 5, periodMs: 1000 },
+      },
+    });
+    const named = routes.get('POST/orders')?.policy;
+    const derived = routes.get('GET/orders')?.policy;
+    assert.equal(named?.name, 'orders-5ps');
+    assert.equal(derived?.name, 'gcra-5-per-1000ms-burst-5');
+    assert.notEqual(named?.id, derived?.id);
+  });
 
   it('the demo’s policy file loads', () => {
     const routes = loadPolicies(new URL('../../examples/demo-policies.json', import.meta.url));
