@@ -46,7 +46,8 @@ export interface FixedWindowPolicy extends Policy {
  * Builds a fixed-window policy.
  *
  * @throws {InvalidInputError} when `limit` or `windowMs` is not a positive safe integer, or
- *   `version` is malformed (field `policy.limit`, `policy.windowMs`, `policy.version`).
+ *   `name` or `version` is malformed (field `policy.limit`, `policy.windowMs`,
+ *   `policy.name`, `policy.version`).
  */
 export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
   requireObject(options, '{ limit, windowMs }');

@@ -52,8 +52,8 @@ export interface GcraPolicy extends Policy {
  * `resetMs` = ms until the full burst is available again; `retryAfterMs` = ms until the same
  * cost is admitted (`Infinity` when cost > burst).
  *
- * @throws {InvalidInputError} for a bad `policy.limit`, `policy.periodMs`, `policy.burst` or
- *   `policy.version`, or a burst × emission interval above 2^53 − 1 µs.
+ * @throws {InvalidInputError} for a bad `policy.limit`, `policy.periodMs`, `policy.burst`,
+ *   `policy.name` or `policy.version`, or a burst × emission interval above 2^53 − 1 µs.
  */
 export function gcra(options: GcraOptions): GcraPolicy {
   requireObject(options, '{ limit, periodMs }');

@@ -39,7 +39,7 @@ export interface SlidingWindowCounterPolicy extends Policy {
  * ms until both windows are empty; `retryAfterMs` = ms until `cost` fits absent other
  * traffic (`Infinity` when cost > limit).
  *
- * @throws {InvalidInputError} for a bad `policy.limit`, `policy.windowMs` or
+ * @throws {InvalidInputError} for a bad `policy.limit`, `policy.windowMs`, `policy.name` or
  *   `policy.version`, or limit × windowMs above 2^53 − 1.
  */
 export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWindowCounterPolicy {

@@ -46,8 +46,8 @@ export interface SlidingWindowLogPolicy extends Policy {
  * nothing; `retryAfterMs` = ms until enough entries have left the window for `cost`
  * (`Infinity` when cost > limit).
  *
- * @throws {InvalidInputError} for a bad `policy.limit` (above 10,000 too), `policy.windowMs`
- *   or `policy.version`.
+ * @throws {InvalidInputError} for a bad `policy.limit` (above 10,000 too), `policy.windowMs`,
+ *   `policy.name` or `policy.version`.
  */
 export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLogPolicy {
   requireObject(options, '{ limit, windowMs }');

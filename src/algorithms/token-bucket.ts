@@ -53,7 +53,7 @@ export interface TokenBucketPolicy extends Policy {
  * `retryAfterMs` = ms until `cost` tokens are there (`Infinity` when cost > capacity).
  *
  * @throws {InvalidInputError} for a bad field (`policy.capacity`, `policy.refillTokens`,
- *   `policy.refillIntervalMs`, `policy.version`), or capacity × refillIntervalMs above 2^53 − 1.
+ *   `policy.refillIntervalMs`, `policy.name`, `policy.version`), or capacity × refillIntervalMs above 2^53 − 1.
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   requireObject(options, '{ capacity, refillIntervalMs }');
