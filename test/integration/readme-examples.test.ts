@@ -124,6 +124,35 @@ describe('README examples', () => {
     assert.equal(output, 'admitted, 9 left\n');
   });
 
+  it('examples/stacked.ts: stacked limits with takeAll, peek and reset, printed', async () => {
+    const redis = await startRedisServer();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/stacked.ts'], {
+      cwd: root,
+      env: { ...process.env, REDIS_URL: redis.url },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    running.push({ child, redis });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+    });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    assert.equal(code, 0);
+    assert.equal(
+      output,
+      [
+        'admitted',
+        'admitted',
+        'limited by orders-burst',
+        'peek: true',
+        'reset: true',
+        'admitted',
+        'limited by orders-per-hour',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('examples/node-http.ts', async () => {
     const { base } = await start('node-http.ts');
     await tenantQuota(base, '/orders');
