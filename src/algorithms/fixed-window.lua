@@ -7,7 +7,8 @@
 -- Bounded state: the key never lives longer than the window. A counter without a TTL, or
 -- with one longer than the window (a hand edit), gets the window (S6: self-healing, never a
 -- way to extend a live window). A value that is not a count this policy could have written
--- (not an integer, negative, above the limit) is foreign state: the scope starts afresh.
+-- (not a canonical integer that INCRBY takes, above the limit) is foreign state: it is
+-- deleted and the scope starts afresh.
 --
 -- KEYS[1]  the counter of one scope (string holding an integer)
 -- ARGV[1]  limit     units admitted per window, integer >= 1
@@ -36,9 +37,16 @@ local dry, probe = false, false
 if probe then cost = limit + 1 end
 
 local current = redis.call('GET', key)
-local used = tonumber(current)
-if current and not (used and used >= 0 and used <= limit and used == math.floor(used)) then
-  used = nil -- foreign state: start afresh (SET below replaces it)
+local used
+if current then
+  -- Only the canonical digits INCRBY accepts, at most the limit.
+  if #current <= 16 and (current == '0' or string.match(current, '^[1-9]%d*$')) then
+    used = tonumber(current)
+    if used > limit then used = nil end
+  end
+  if not used and not dry then
+    redis.call('DEL', key) -- foreign state: start afresh
+  end
 end
 
 if not used then

@@ -22,7 +22,7 @@ import {
   requireObject,
 } from './policy.js';
 import { loadScript } from './script.js';
-import { intIn, luaNumber, numbers, type Twin } from './twin.js';
+import { numbers, type Twin } from './twin.js';
 
 /** The fixed-window script (one key). */
 export const fixedWindowScript = loadScript('fixed-window', import.meta.url, 1);
@@ -78,8 +78,14 @@ export const fixedWindowTwin: Twin = (state, key, args, { dry, probe }) => {
   const [limit, window, given] = numbers(args, 3);
   const cost = probe ? limit + 1 : given;
   const current = state.get<unknown>(key, 'string');
-  let used = luaNumber(current);
-  if (current !== undefined && !intIn(used, 0, limit)) used = undefined;
+  let used: number | undefined;
+  if (current !== undefined) {
+    // Only the canonical digits INCRBY accepts, at most the limit.
+    const text = String(current);
+    if (text.length <= 16 && /^(0|[1-9][0-9]*)$/.test(text)) used = Number(text);
+    if (used !== undefined && used > limit) used = undefined;
+    if (used === undefined && !dry) state.delete(key);
+  }
   if (used === undefined) {
     if (cost > limit) return [0, limit, 0, -1];
     if (!dry) state.set(key, 'string', cost, window);

@@ -113,6 +113,10 @@ local function real(ms, slack)
 end
 
 if cost > limit then
+  -- (A key that holds none of the counter's fields is foreign: cleared.)
+  if not stored and not dry then
+    redis.call('DEL', key)
+  end
   check_ttl()
   if reset == 0 then return { 0, remaining, 0, -1 } end
   return { 0, remaining, real(reset, 0), -1 }

@@ -104,7 +104,9 @@ export const slidingWindowCounterTwin: Twin = (state, key, args, { dry, probe })
       previous = p;
     } else if (stored === index - 1) previous = c;
   } else {
-    if (hash !== undefined && !dry) state.delete(key);
+    const fields =
+      hash !== undefined && (hash.w !== undefined || hash.c !== undefined || hash.p !== undefined);
+    if (fields && !dry) state.delete(key);
     stored = undefined;
   }
   const room = limit * window - previous * (window - elapsed) - current * window;
@@ -127,6 +129,7 @@ export const slidingWindowCounterTwin: Twin = (state, key, args, { dry, probe })
     return Math.min(late, ttl + slack);
   };
   if (cost > limit) {
+    if (stored === undefined && !dry) state.delete(key);
     checkTtl();
     return [0, remaining, reset === 0 ? 0 : real(reset, 0), -1];
   }

@@ -44,7 +44,7 @@ local clock_now = now
 local count = 0
 local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
 local top = tonumber(newest[2])
-if top and top > now + window then
+if top and (top > now + window or top < 0 or top ~= math.floor(top)) then
   -- Foreign state: start afresh.
   if not dry then
     redis.call('DEL', key)
@@ -97,7 +97,8 @@ if count + cost > limit then
   local k = count + cost - limit
   local entry = redis.call('ZRANGEBYSCORE', key, string.format('(%d', now - window), '+inf',
     'WITHSCORES', 'LIMIT', k - 1, 1)
-  return { 0, math.max(limit - count, 0), real(reset, 0), real(tonumber(entry[2]) + window - now + lag, 1) }
+  local wait = math.ceil(tonumber(entry[2]) + window - now + lag)
+  return { 0, math.max(limit - count, 0), real(reset, 0), real(wait, 1) }
 end
 
 if not dry then

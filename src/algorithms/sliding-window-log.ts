@@ -81,7 +81,7 @@ export const slidingWindowLogTwin: Twin = (state, key, args, { dry, probe }) => 
   const stored = state.get<number[]>(key, 'zset');
   let top = stored?.[stored.length - 1];
   let log: number[] = [];
-  if (top !== undefined && top > now + window) {
+  if (top !== undefined && (top > now + window || top < 0 || !Number.isInteger(top))) {
     if (!dry) state.delete(key);
     top = undefined;
   } else if (top !== undefined && stored !== undefined) {
@@ -112,7 +112,8 @@ export const slidingWindowLogTwin: Twin = (state, key, args, { dry, probe }) => 
   if (count + cost > limit) {
     checkTtl();
     const entry = log[count + cost - limit - 1] as number;
-    return [0, Math.max(limit - count, 0), real(reset, 0), real(entry + window - now + lag, 1)];
+    const wait = Math.ceil(entry + window - now + lag);
+    return [0, Math.max(limit - count, 0), real(reset, 0), real(wait, 1)];
   }
   if (!dry) {
     const next = log.concat(Array.from({ length: cost }, () => now));

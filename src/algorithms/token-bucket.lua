@@ -108,7 +108,11 @@ local function real(ms, slack)
 end
 
 if cost > capacity or scaled < need then
-  -- Denied: nothing is written, so a rejected take consumes nothing.
+  -- Denied: nothing is written, so a rejected take consumes nothing. (A key that holds
+  -- none of the bucket's fields is foreign: cleared, so it cannot outlive a horizon.)
+  if not s and not dry then
+    redis.call('DEL', key)
+  end
   check_ttl()
   local retry = -1
   if cost <= capacity then retry = real(ceil_div(need - scaled, rate) + lag, 1) end

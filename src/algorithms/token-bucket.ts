@@ -106,7 +106,9 @@ export const tokenBucketTwin: Twin = (state, key, args, { dry, probe }) => {
       scaled = s;
     } else scaled = Math.min(s + (now - t) * rate, full);
   } else {
-    if (bucket !== undefined && !dry) state.delete(key);
+    if (bucket !== undefined && (bucket.s !== undefined || bucket.t !== undefined) && !dry) {
+      state.delete(key);
+    }
     s = undefined;
   }
   const lag = stamp - now;
@@ -114,6 +116,7 @@ export const tokenBucketTwin: Twin = (state, key, args, { dry, probe }) => {
   let ttl = -2;
   const real = (ms: number, slack: number) => (lag > 0 && ms > ttl + slack ? ttl + slack : ms);
   if (cost > capacity || scaled < need) {
+    if (s === undefined && !dry) state.delete(key);
     if (s !== undefined) {
       ttl = state.pttl(key);
       if (ttl < 0 || ttl > horizon) {

@@ -397,7 +397,11 @@ describe('takeAll validation: InvalidInputError naming the field, nothing sent',
     // A valid call is sent (the recording works).
     const ok = await limiter.takeAll([item(), item({}, 'v')]);
     assert.equal(ok.allowed, true);
-    assert.equal(store.calls.length, 1);
+    // One decision call (and the limiter's first reset-epoch read, for its denial cache).
+    assert.deepEqual(
+      store.calls.map((call) => call.script),
+      ['reset-epoch', 'batch'],
+    );
   });
 
   it('on Redis (INFO commandstats)', async () => {
