@@ -67,6 +67,24 @@ async function start(file: string): Promise<{ base: string; output: () => string
   }
 }
 
+/** Runs `examples/<file>` to its end against a fresh private Redis; resolves what it printed. */
+async function printed(file: string): Promise<string> {
+  const redis = await startRedisServer();
+  const child = spawn(process.execPath, ['--import', 'tsx', `examples/${file}`], {
+    cwd: root,
+    env: { ...process.env, REDIS_URL: redis.url },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  running.push({ child, redis });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const [code] = (await once(child, 'exit')) as [number | null];
+  assert.equal(code, 0, `examples/${file} exit code`);
+  return output;
+}
+
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
 async function post(url: string, headers: Record<string, string> = {}) {
@@ -108,38 +126,12 @@ describe('README examples', () => {
   });
 
   it('examples/use.ts: one take, printed', async () => {
-    const redis = await startRedisServer();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/use.ts'], {
-      cwd: root,
-      env: { ...process.env, REDIS_URL: redis.url },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    running.push({ child, redis });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const [code] = (await once(child, 'exit')) as [number | null];
-    assert.equal(code, 0);
-    assert.equal(output, 'admitted, 9 left\n');
+    assert.equal(await printed('use.ts'), 'admitted, 9 left\n');
   });
 
   it('examples/stacked.ts: stacked limits with takeAll, peek and reset, printed', async () => {
-    const redis = await startRedisServer();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'examples/stacked.ts'], {
-      cwd: root,
-      env: { ...process.env, REDIS_URL: redis.url },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    running.push({ child, redis });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    const [code] = (await once(child, 'exit')) as [number | null];
-    assert.equal(code, 0);
     assert.equal(
-      output,
+      await printed('stacked.ts'),
       [
         'admitted',
         'admitted',

@@ -399,7 +399,7 @@ describe('takeAll validation: InvalidInputError naming the field, nothing sent',
     assert.equal(ok.allowed, true);
     // One decision call (and the limiter's first reset-epoch read, for its denial cache).
     assert.deepEqual(
-      store.calls.map((call) => call.script),
+      (store.calls as RecordingStore['calls']).map((call) => call.script),
       ['reset-epoch', 'batch'],
     );
   });

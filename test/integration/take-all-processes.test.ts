@@ -5,48 +5,20 @@
  * remaining matches what was admitted — a refused `takeAll` consumed nothing anywhere.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcessByStdio, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import type { Readable, Writable } from 'node:stream';
-import { after, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import { RateLimiter } from '../../src/limiter.js';
 import { POLICY_OF } from '../fixtures/take-all-taker.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
+import { useTakers } from '../helpers/takers.js';
 
 const redis = useRedis();
-const taker = new URL('../fixtures/take-all-taker.ts', import.meta.url).pathname;
+const takers = useTakers(new URL('../fixtures/take-all-taker.ts', import.meta.url), 3, redis);
 const USERS = ['u0', 'u1', 'u2', 'u3', 'u4'];
-
-let children: ChildProcessByStdio<Writable, Readable, null>[] = [];
-let lines: AsyncIterator<string>[] = [];
-
-function start(): void {
-  if (children.length > 0) return;
-  children = Array.from({ length: 3 }, () =>
-    spawn(process.execPath, ['--import', 'tsx', taker], {
-      env: { ...process.env, REDIS_URL: redis.server.url },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    }),
-  );
-  lines = children.map((child) => createInterface({ input: child.stdout })[Symbol.asyncIterator]());
-}
-
-after(() => {
-  for (const child of children) child.kill();
-});
 
 /** One race: the users admitted, over every process. */
 async function race(tenant: string, algorithm: string, tenantLimit: number, userLimit: number) {
-  start();
-  for (const child of children) {
-    child.stdin.write(`${tenant} ${algorithm} ${tenantLimit} ${userLimit}\n`);
-  }
-  for (const line of lines) assert.equal((await line.next()).value, 'ready');
-  await (await redis.admin()).publish(`go:${tenant}`, 'go');
-  const reports = await Promise.all(
-    lines.map(async (line) => JSON.parse((await line.next()).value as string) as string[]),
-  );
-  return reports.flat();
+  const line = `${tenant} ${algorithm} ${tenantLimit} ${userLimit}`;
+  return (await takers.race<string[]>(line, tenant)).flat();
 }
 
 describe('takeAll across 3 processes: tenant-wide + per-user limits', () => {
