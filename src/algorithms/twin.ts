@@ -42,17 +42,45 @@ export function numbers(args: readonly string[], count: number): number[] {
   return values;
 }
 
+/** C `isspace` in the "C" locale: what `strtod` skips before, and Lua after, a number. */
+const C_SPACE = '[ \\t\\n\\v\\f\\r]*';
+const DECIMAL = new RegExp(
+  `^${C_SPACE}([+-]?(?:\\d+\\.?\\d*|\\.\\d+)(?:[eE][+-]?\\d+)?)${C_SPACE}$`,
+);
+const HEX = new RegExp(
+  `^${C_SPACE}([+-]?)0[xX]([0-9a-fA-F]*)(?:\\.([0-9a-fA-F]*))?(?:[pP]([+-]?\\d+))?${C_SPACE}$`,
+);
+const SPECIAL = new RegExp(
+  `^${C_SPACE}([+-]?)(inf|infinity|nan(?:\\([0-9A-Za-z_]*\\))?)${C_SPACE}$`,
+  'i',
+);
+
 /**
  * What Lua's `tonumber` gives for a value read from Redis (a reply string, or a number a
- * twin stored), for the decimal forms sluice and its tests write; `undefined` for anything
- * else (absent, `"abc"`). Foreign state is judged by the same rule on both stores.
+ * twin stored); `undefined` where it gives nil (absent, `"abc"`, `""`). Redis's Lua 5.1
+ * parses with C `strtod` (then `strtoul` base 16) and allows surrounding whitespace, so
+ * `" 5"`, `"+5"`, `"0x10"`, `"1e2"`, `"inf"`, `"infinity"` and `"nan"` are numbers too.
+ * Foreign state is judged by the same rule on both stores.
  */
 export function luaNumber(value: unknown): number | undefined {
   if (typeof value === 'number') return value;
   if (typeof value !== 'string') return undefined;
-  const text = value.trim();
-  if (/^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) return Number(text);
-  if (/^-?inf$/i.test(text)) return text.startsWith('-') ? -Infinity : Infinity;
+  const decimal = DECIMAL.exec(value);
+  // -0 is read as 0: no script tells them apart, and Redis replies with an integer 0.
+  if (decimal !== null) return Number(decimal[1]) + 0;
+  const hex = HEX.exec(value);
+  if (hex !== null) {
+    const [, sign, whole = '', fraction = '', exponent = '0'] = hex;
+    if (whole === '' && fraction === '') return undefined; // "0x": strtod stops at the x
+    const mantissa = Number(BigInt(`0x${whole}${fraction}`));
+    const magnitude = mantissa * 2 ** (Number(exponent) - 4 * fraction.length);
+    return sign === '-' ? -magnitude + 0 : magnitude;
+  }
+  const special = SPECIAL.exec(value);
+  if (special !== null) {
+    if ((special[2] as string).toLowerCase().startsWith('nan')) return Number.NaN;
+    return special[1] === '-' ? -Infinity : Infinity;
+  }
   return undefined;
 }
 

@@ -92,6 +92,24 @@ export class MemoryStore implements ScriptStore {
     }
   }
 
+  /**
+   * Test-only: writes `value` into `key` as it is, replacing what the key held, expiring
+   * `ttlMs` from now on this store's clock (`undefined`: no expiry), as a hand edit of Redis
+   * would (the model tests seed the same foreign state into both stores). The value has the
+   * shape a twin reads: a `'string'` key holds a string, a `'hash'` an object of field →
+   * string, a `'zset'` an ascending `number[]` of scores.
+   *
+   * @internal
+   */
+  seed(
+    key: string,
+    kind: 'string' | 'hash' | 'zset',
+    value: unknown,
+    ttlMs: number | undefined,
+  ): void {
+    this.#state().set(key, kind, value, ttlMs);
+  }
+
   /** Runs `script` synchronously, at one instant of the clock, as Redis runs a script. */
   run(script: LuaScript, keys: readonly string[], args: readonly string[]): unknown {
     const state = this.#state();

@@ -3,29 +3,37 @@
  *
  * A variant of each script is produced here, at test time, from the production source:
  * the block between `-- now:begin` and `-- now:end` (which reads Redis `TIME`) is replaced
- * by a read of the test clock key, and every TTL (`PEXPIRE key ttl`, `SET … PX ttl`) by a
- * virtual expiry kept beside the key (`<key>:vexp`, in virtual ms), which the variant
- * applies before the algorithm runs exactly as Redis expires a key (gone once the clock has
- * passed it). Real TTLs could not follow a virtual clock. Production scripts keep reading
- * `TIME`; nothing here is reachable from the library.
+ * by a read of the test clock key, and every TTL (`PEXPIRE key ttl`, `SET … PX ttl`,
+ * `PTTL key`) by a virtual expiry kept beside the key (`<key>:vexp`, in virtual ms), which
+ * the variant applies before the algorithm runs exactly as Redis expires a key (gone once
+ * the clock has passed it). Real TTLs could not follow a virtual clock. A script without a
+ * `now` block (the fixed window, whose time is its key's TTL) gets the same prelude at its
+ * top. The batch script is rebuilt from the clocked variants of every algorithm (its reset
+ * deletes the virtual expiry too, and reports a virtually expired key as absent). Production
+ * scripts keep reading `TIME`; nothing here is reachable from the library.
  */
+import { BATCH_ALGORITHMS, batchScript, buildBatch } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
+import { resetEpochScript } from '../../src/reset-epoch.js';
+import { NodeRedisStore } from '../../src/stores/node-redis.js';
 import type { ScriptStore } from '../../src/stores/store.js';
 import type { Client } from './redis.js';
 import { variantsOf } from './variants.js';
 
 export const CLOCK_KEY = 'sluice-test:now-us';
 
+/** The test clock in virtual ms, as a Lua expression. */
+const VNOW_MS = `math.floor(tonumber(redis.call('GET', '${CLOCK_KEY}')) / 1000)`;
+
 export function clockedVariant(script: LuaScript): LuaScript {
   const block = /-- now:begin[^\n]*\n[\s\S]*?-- now:end/;
   const begin = block.exec(script.source);
-  if (begin === null) throw new Error(`${script.name}.lua has no now:begin … now:end block`);
-  const micro = /µs/.test(begin[0].split('\n')[0] as string);
+  const micro = begin !== null && /µs/.test(begin[0].split('\n')[0] as string);
   const read = `tonumber(redis.call('GET', '${CLOCK_KEY}'))`;
   const prelude = [
-    `local vnow_ms = math.floor(${read} / 1000)`,
-    micro ? `local now = ${read}` : 'local now = vnow_ms',
+    `local vnow_ms = ${VNOW_MS}`,
+    ...(begin === null ? [] : [micro ? `local now = ${read}` : 'local now = vnow_ms']),
     "local vexp = redis.call('GET', KEYS[1] .. ':vexp')",
     "if vexp and vnow_ms > tonumber(vexp) then redis.call('DEL', KEYS[1], KEYS[1] .. ':vexp') end",
     // PTTL of the virtual expiry: -2 absent, -1 none, else ms left on the test clock.
@@ -38,34 +46,116 @@ export function clockedVariant(script: LuaScript): LuaScript {
   ].join('\n');
   const setVexp = (ttl: string) =>
     `redis.call('SET', key .. ':vexp', string.format('%d', vnow_ms + (${ttl})))`;
-  const source = script.source
-    .replace(block, prelude)
+  // Without a `now` block, the prelude goes first (the fixed window reads no clock).
+  const withPrelude =
+    begin === null ? `${prelude}\n${script.source}` : script.source.replace(block, prelude);
+  const source = rewriteCalls(
+    rewriteCalls(
+      withPrelude,
+      'PEXPIRE',
+      (ttl) =>
+        // PEXPIRE of an absent key does nothing (a sorted set its trim emptied is gone).
+        `if redis.call('EXISTS', key) == 1 then ${setVexp(ttl)} end`,
+    ),
+    'SET',
+    (rest) => {
+      const px = rest.lastIndexOf(", 'PX', ");
+      if (px < 0) return `redis.call('SET', key, ${rest})`;
+      return `redis.call('SET', key, ${rest.slice(0, px)}) ${setVexp(rest.slice(px + 8))}`;
+    },
+  )
     .replace(/redis\.call\('PTTL', key\)/g, 'vpttl(key)')
-    .replace(/redis\.call\('DEL', key\)/g, "redis.call('DEL', key, key .. ':vexp')")
-    .replace(/redis\.call\('PEXPIRE', key, (.*)\)$/gm, (_, ttl: string) => setVexp(ttl))
-    .replace(
-      /(redis\.call\('SET', key, .*), 'PX', (.*)\)$/gm,
-      (_, set: string, ttl: string) => `${set}) ${setVexp(ttl)}`,
-    );
-  if (/PEXPIRE|'PX'|'PTTL'/.test(source))
-    throw new Error(`${script.name}.lua: a TTL the clocked variant did not rewrite`);
+    .replace(/redis\.call\('DEL', key\)/g, "redis.call('DEL', key, key .. ':vexp')");
+  if (/PEXPIRE|'PX'|'PTTL'|'TIME'/.test(source))
+    throw new Error(`${script.name}.lua: a TTL or a clock the clocked variant did not rewrite`);
   return scriptFromSource(`${script.name}+clock`, source, script.keyCount);
 }
 
-/** A store that runs the clocked variant of each script, after setting the test clock. */
-export class ClockedRedisStore implements ScriptStore {
-  readonly #variant = variantsOf(clockedVariant);
-  nowUs = 0;
+/**
+ * Rewrites every `redis.call('<command>', key, <rest>)` (parentheses in `rest` balanced) to
+ * `rewrite(rest)`.
+ */
+function rewriteCalls(source: string, command: string, rewrite: (rest: string) => string): string {
+  const head = `redis.call('${command}', key, `;
+  let out = '';
+  let from = 0;
+  for (let at = source.indexOf(head); at >= 0; at = source.indexOf(head, from)) {
+    let depth = 1;
+    let end = at + head.length;
+    for (; depth > 0; end++) {
+      if (end >= source.length) throw new Error(`unbalanced ${command} call`);
+      if (source[end] === '(') depth++;
+      else if (source[end] === ')') depth--;
+    }
+    out += source.slice(from, at) + rewrite(source.slice(at + head.length, end - 1));
+    from = end;
+  }
+  return out + source.slice(from);
+}
 
-  constructor(private readonly client: Client) {}
+function replaceOnce(source: string, find: string, replacement: string): string {
+  if (source.split(find).length !== 2) {
+    throw new Error(`clocked batch: "${find}" is not in batch.lua exactly once`);
+  }
+  return source.replace(find, () => replacement);
+}
+
+/**
+ * The batch script built from the clocked variant of every algorithm. Its reset (`DEL` of
+ * the item's key) applies the virtual expiry first: a key the test clock has expired is
+ * absent (reply 0), and its `<key>:vexp` goes with it.
+ */
+export function clockedBatch(): LuaScript {
+  const built = buildBatch(BATCH_ALGORITHMS.map(clockedVariant), 'batch+clock');
+  const vdel = [
+    'local function vdel(k)',
+    "  local at = redis.call('GET', k .. ':vexp')",
+    `  local expired = at and ${VNOW_MS} > tonumber(at)`,
+    "  local n = redis.call('DEL', k)",
+    "  redis.call('DEL', k .. ':vexp')",
+    '  if expired then return 0 end',
+    '  return n',
+    'end',
+    '',
+    'local out = {}',
+  ].join('\n');
+  let source = replaceOnce(built.source, '\nlocal out = {}\n', `\n${vdel}\n`);
+  source = replaceOnce(source, "redis.call('DEL', KEYS[first])", 'vdel(KEYS[first])');
+  return scriptFromSource(built.name, source, built.keyCount);
+}
+
+/** One cache for every store: a variant is built once per script and process. */
+const clocked = variantsOf((script) => {
+  if (script === batchScript) return clockedBatch();
+  // The reset epoch concerns denial caches (on real time); it runs as it is.
+  if (script === resetEpochScript) return script;
+  return clockedVariant(script);
+});
+
+/**
+ * A store that runs the clocked variant of each script (the batch script included), after
+ * setting the test clock, as the library's own store sends scripts (EVALSHA, then EVAL
+ * after NOSCRIPT; error replies become `StoreError`).
+ */
+export class ClockedRedisStore implements ScriptStore {
+  nowUs = 0;
+  readonly #store: NodeRedisStore;
+
+  constructor(private readonly client: Client) {
+    this.#store = new NodeRedisStore(client);
+  }
 
   async evalScript(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
-    const variant = this.#variant(script);
-    await this.client.set(CLOCK_KEY, String(this.nowUs));
-    return this.client.sendCommand(['EVAL', variant.source, String(keys.length), ...keys, ...args]);
+    const variant = clocked(script);
+    // One connection runs commands in order: the clock is set before the script runs.
+    const [, reply] = await Promise.all([
+      this.client.set(CLOCK_KEY, String(this.nowUs)),
+      this.#store.evalScript(variant, keys, args),
+    ]);
+    return reply;
   }
 }

@@ -3,9 +3,22 @@
  * the Redis script and its in-memory twin under one controlled clock must give identical
  * decisions, field by field.
  *
- * The fixed window keeps its time in Redis key TTLs (PTTL, SET … PX), which no test clock
- * controls, so its sequences move time only by whole windows (the key is deleted on Redis,
- * the memory clock jumps a window) and compare `resetMs` within the real time the test took.
+ * Redis runs the clocked variant of each script (see `helpers/clocked.ts`; the batch script
+ * of peek, takeAll and reset included), so time — TTLs too — is the test's. A sequence works
+ * on the keys of one tenant: three scopes (tenant-wide, per route, per user) under two
+ * policies of the case's algorithm, with takes, peeks, takeAll of 2–3 of those keys, resets,
+ * clock moves (forward, and back as a server clock may step) and foreign state: the same
+ * arbitrary value written into a key of both stores (on Redis by hand, in memory with
+ * `MemoryStore.seed`), with a virtual TTL or none.
+ *
+ * After every operation, no key on Redis may outlive one horizon of its policy: a key the
+ * operation wrote (a take, an admitted takeAll) has a virtual TTL of at most the horizon from
+ * now; any other key at most the horizon from the latest time the clock reached. Only
+ * foreign state that no take has touched yet (a peek or a refused takeAll writes nothing) is
+ * exempt.
+ *
+ * The script bugs this model found (foreign state, see the end of this file) are pinned on
+ * the production scripts, on Redis time, as plain regression tests.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -18,48 +31,44 @@ import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { MemoryStore } from '../../src/stores/memory.js';
-import type { Decision } from '../../src/types.js';
+import type { Decision, Scope, TakeAllResult } from '../../src/types.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const RUNS = Number(process.env.SLUICE_MODEL_RUNS ?? 1000);
-const route = 'r';
+/** Sequences per case: each runs more operations than it once did, so fewer of them. */
+const CASE_RUNS = Math.max(1, Math.round(RUNS / 2));
 const START_US = 1_700_000_000_000_000;
 
-type Op = { kind: 'take'; scope: number; cost: number } | { kind: 'advance'; us: number };
+/** A key of the sequence: scope 0 tenant-wide, 1 per route, 2 per user; policy 0 or 1. */
+interface Target {
+  readonly scope: number;
+  readonly policy: number;
+}
+interface Item extends Target {
+  readonly cost: number;
+}
 
-const ops = (maxCost: number, maxAdvanceUs: number) =>
-  fc.array(
-    fc.oneof(
-      {
-        weight: 3,
-        arbitrary: fc.record({
-          kind: fc.constant('take' as const),
-          scope: fc.nat(2),
-          cost: fc.integer({ min: 1, max: maxCost }),
-        }),
-      },
-      {
-        weight: 2,
-        arbitrary: fc.record({
-          kind: fc.constant('advance' as const),
-          us: fc.integer({ min: 0, max: maxAdvanceUs }),
-        }),
-      },
-      {
-        // The server clock steps back now and then (NTP, a failover to a server behind).
-        weight: 1,
-        arbitrary: fc.record({
-          kind: fc.constant('advance' as const),
-          us: fc.integer({ min: -Math.floor(maxAdvanceUs / 4), max: -1 }),
-        }),
-      },
-    ),
-    { minLength: 1, maxLength: 25 },
-  );
+/** Foreign state for a key, in terms of the case's algorithm (see `Case.foreign`). */
+type Spec = unknown;
 
-const shape = (d: Decision) => [d.allowed, d.remaining, d.limit, d.resetMs, d.retryAfterMs];
+type Op =
+  | ({ kind: 'take' } & Item)
+  | ({ kind: 'peek' } & Item)
+  | { kind: 'takeAll'; items: Item[] }
+  | ({ kind: 'reset' } & Target)
+  | { kind: 'advance'; us: number }
+  | ({ kind: 'seed'; state: Spec; ttl: number | null } & Target);
+
+/** A value as both stores hold it: Redis gets strings (and score/member pairs). */
+type Stored =
+  | { kind: 'string'; value: string }
+  | { kind: 'hash'; value: Record<string, string> }
+  | { kind: 'zset'; value: number[] };
+
+/** What a seed writes into a key, given the key's policy arguments and the clock. */
+type Materialize = (spec: never, args: readonly number[], nowUs: number) => Stored;
 
 interface Case {
   readonly name: string;
@@ -67,7 +76,76 @@ interface Case {
   readonly options: fc.Arbitrary<Record<string, number>>;
   readonly build: (options: never) => Policy;
   readonly maxAdvanceUs: number;
+  /** Foreign state of this algorithm's kind of key (data only, so that it prints). */
+  readonly foreign: fc.Arbitrary<Spec>;
+  readonly materialize: Materialize;
 }
+
+// --- Foreign values -----------------------------------------------------------------------
+
+/**
+ * A number field: `at` thousandths of a scale (a count's range, a horizon of time), so in
+ * range, out of range or negative; `half` adds 0.5 (not an integer); or a literal `text`
+ * (junk, or a notation only some parsers take); `null` when the field is absent.
+ */
+type Field = { at: number; half: boolean } | { text: string } | null;
+
+const JUNK = [
+  '',
+  'abc',
+  '1.5',
+  '-1',
+  '-0',
+  '2.0',
+  ' 3',
+  '1e2',
+  '1e400',
+  'inf',
+  '-inf',
+  'nan',
+  '9007199254740993',
+  '+2',
+  '01',
+  '0x10',
+  '0x1p3',
+  'infinity',
+];
+
+const field = (min: number, max: number): fc.Arbitrary<Field> =>
+  fc.oneof(
+    { weight: 6, arbitrary: fc.record({ at: fc.integer({ min, max }), half: fc.boolean() }) },
+    { weight: 2, arbitrary: fc.record({ text: fc.constantFrom(...JUNK) }) },
+    { weight: 1, arbitrary: fc.constant(null) },
+  );
+
+/** `field` as text: `base + at / 1000 × scale` (rounded, +0.5 when `half`). */
+function text(f: Exclude<Field, null>, base: number, scale: number): string {
+  if ('text' in f) return f.text;
+  return String(base + Math.round((f.at * scale) / 1000) + (f.half ? 0.5 : 0));
+}
+
+/** A hash of the given fields (absent ones left out). */
+function hash(fields: Record<string, string | undefined>): Stored {
+  const value: Record<string, string> = {};
+  for (const [name, v] of Object.entries(fields)) if (v !== undefined) value[name] = v;
+  // A hash with none of the script's fields.
+  if (Object.keys(value).length === 0) value.x = '1';
+  return { kind: 'hash', value };
+}
+
+const opt = (f: Field, base: number, scale: number) =>
+  f === null ? undefined : text(f, base, scale);
+
+/** A key of another kind than the algorithm's: every script must fail with WRONGTYPE. */
+const WRONG = { wrongType: true } as const;
+const withWrongType = (spec: fc.Arbitrary<Spec>) =>
+  fc.oneof({ weight: 12, arbitrary: spec }, { weight: 1, arbitrary: fc.constant(WRONG) });
+const wrong = (kind: Stored['kind']): Stored =>
+  kind === 'hash' ? { kind: 'string', value: 'x' } : { kind: 'hash', value: { x: '1' } };
+
+const ms = (nowUs: number) => Math.floor(nowUs / 1000);
+
+// --- Cases --------------------------------------------------------------------------------
 
 const cases: Case[] = [
   {
@@ -79,6 +157,16 @@ const cases: Case[] = [
     }),
     build: tokenBucket,
     maxAdvanceUs: 4_000_000,
+    // s: scaled tokens (in/out of [0, capacity × interval]); t: the last write, from three
+    // horizons ago to three ahead (a step back of the clock, or far ahead).
+    foreign: withWrongType(fc.record({ s: field(-300, 1300), t: field(-3000, 3000) })),
+    materialize: ((spec: { s: Field; t: Field } | typeof WRONG, args, nowUs) => {
+      if ('wrongType' in spec) return wrong('hash');
+      const [capacity, rate, interval] = args as [number, number, number];
+      const full = capacity * interval;
+      const horizon = Math.ceil(full / rate);
+      return hash({ s: opt(spec.s, 0, full), t: opt(spec.t, ms(nowUs), horizon) });
+    }) as Materialize,
   },
   {
     name: 'sliding window log',
@@ -88,6 +176,31 @@ const cases: Case[] = [
     }),
     build: slidingWindowLog,
     maxAdvanceUs: 2_000_000,
+    // Scores from two windows ago to two ahead, some not whole ms; rarely ±inf.
+    foreign: withWrongType(
+      fc.array(
+        fc.oneof(
+          {
+            weight: 12,
+            arbitrary: fc.record({
+              at: fc.integer({ min: -2000, max: 2000 }),
+              half: fc.boolean(),
+            }),
+          },
+          { weight: 1, arbitrary: fc.record({ text: fc.constantFrom('inf', '-inf') }) },
+        ),
+        { minLength: 1, maxLength: 10 },
+      ),
+    ),
+    materialize: ((spec: Exclude<Field, null>[] | typeof WRONG, args, nowUs) => {
+      if ('wrongType' in spec) return wrong('zset');
+      const window = args[1] as number;
+      const scores = spec.map((f) => {
+        const t = text(f, ms(nowUs), window);
+        return t === 'inf' ? Infinity : t === '-inf' ? -Infinity : Number(t);
+      });
+      return { kind: 'zset', value: scores.sort((a, b) => a - b) };
+    }) as Materialize,
   },
   {
     name: 'sliding window counter',
@@ -97,6 +210,23 @@ const cases: Case[] = [
     }),
     build: slidingWindowCounter,
     maxAdvanceUs: 2_000_000,
+    // w: the window of a time from three horizons ago to three ahead; c, p: counts in/out of
+    // [0, limit].
+    foreign: withWrongType(
+      fc.record({ w: field(-3000, 3000), c: field(-300, 1300), p: field(-300, 1300) }),
+    ),
+    materialize: ((spec: { w: Field; c: Field; p: Field } | typeof WRONG, args, nowUs) => {
+      if ('wrongType' in spec) return wrong('hash');
+      const [limit, window] = args as [number, number];
+      const w =
+        spec.w === null || 'text' in spec.w
+          ? opt(spec.w, 0, 0)
+          : String(
+              Math.floor((ms(nowUs) + Math.round((spec.w.at * 2 * window) / 1000)) / window) +
+                (spec.w.half ? 0.5 : 0),
+            );
+      return hash({ w, c: opt(spec.c, 0, limit), p: opt(spec.p, 0, limit) });
+    }) as Materialize,
   },
   {
     name: 'GCRA',
@@ -107,98 +237,376 @@ const cases: Case[] = [
     }),
     build: gcra,
     maxAdvanceUs: 2_000_000,
+    // The TAT (µs), from three tolerances ago to three ahead.
+    foreign: withWrongType(field(-3000, 3000).filter((f) => f !== null)),
+    materialize: ((spec: Exclude<Field, null> | typeof WRONG, args, nowUs) => {
+      if ('wrongType' in spec) return wrong('string');
+      const [interval, burst] = args as [number, number];
+      return { kind: 'string', value: text(spec, nowUs, burst * interval) };
+    }) as Materialize,
+  },
+  {
+    name: 'fixed window',
+    options: fc.record({
+      limit: fc.integer({ min: 1, max: 8 }),
+      windowMs: fc.integer({ min: 1, max: 3000 }),
+    }),
+    build: fixedWindow,
+    maxAdvanceUs: 2_000_000,
+    // The count, in/out of [0, limit], also in forms only `tonumber` takes (' 3', '2.0').
+    foreign: withWrongType(field(-300, 1300).filter((f) => f !== null)),
+    materialize: ((spec: Exclude<Field, null> | typeof WRONG, args) => {
+      if ('wrongType' in spec) return wrong('string');
+      return { kind: 'string', value: text(spec, 0, args[0] as number) };
+    }) as Materialize,
   },
 ];
 
+// --- Operations ---------------------------------------------------------------------------
+
+const target = { scope: fc.nat(2), policy: fc.nat(1) };
+const cost = (maxCost: number) =>
+  fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: maxCost }));
+
+/** A seed: foreign state and its virtual TTL in thousandths of the horizon (null: none). */
+const seedOp = (c: Case) =>
+  fc.record({
+    kind: fc.constant('seed' as const),
+    ...target,
+    state: c.foreign,
+    ttl: fc.option(fc.integer({ min: 0, max: 3000 }), { freq: 3 }),
+  });
+
+const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
+  fc.array(
+    fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc.record({
+          kind: fc.constant('take' as const),
+          ...target,
+          cost: cost(maxCost),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('peek' as const),
+          ...target,
+          cost: cost(maxCost),
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('takeAll' as const),
+          items: fc.uniqueArray(fc.record({ ...target, cost: cost(maxCost) }), {
+            minLength: 2,
+            maxLength: 3,
+            selector: (item) => item.scope * 2 + item.policy,
+          }),
+        }),
+      },
+      { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), ...target }) },
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          kind: fc.constant('advance' as const),
+          us: fc.integer({ min: 0, max: c.maxAdvanceUs }),
+        }),
+      },
+      {
+        // The server clock steps back now and then (NTP, a failover to a server behind).
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('advance' as const),
+          us: fc.integer({ min: -Math.floor(c.maxAdvanceUs / 4), max: -1 }),
+        }),
+      },
+      { weight: 1, arbitrary: seedOp(c) },
+    ),
+    { minLength: 1, maxLength: 25 },
+  );
+
+// --- Comparison ---------------------------------------------------------------------------
+
+const shape = (d: Decision) => [d.allowed, d.remaining, d.limit, d.resetMs, d.retryAfterMs];
+
+type Outcome = { ok: unknown } | { error: string };
+
+/** A call's outcome in comparable form: the decision fields, or the error's class and code. */
+async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
+  try {
+    const value = await call();
+    if (typeof value === 'boolean') return { ok: value };
+    if (typeof value === 'object' && value !== null && 'decisions' in value) {
+      const result = value as TakeAllResult;
+      return {
+        ok: {
+          allowed: result.allowed,
+          decisions: result.decisions.map(shape),
+          retryAfterMs: result.retryAfterMs,
+          cached: result.cached,
+        },
+      };
+    }
+    return { ok: shape(value as Decision) };
+  } catch (error) {
+    const e = error as Error;
+    return { error: `${e.name}: ${/WRONGTYPE/.test(e.message) ? 'WRONGTYPE' : e.message}` };
+  }
+}
+
+/** Writes `stored` into `key` on Redis, with a virtual expiry at `vexp` (ms) or none. */
+const SEED_LUA = `
+redis.call('DEL', KEYS[1], KEYS[1] .. ':vexp')
+local kind = ARGV[1]
+if kind == 'string' then redis.call('SET', KEYS[1], ARGV[3])
+elseif kind == 'hash' then redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+else redis.call('ZADD', KEYS[1], unpack(ARGV, 3)) end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[1] .. ':vexp', ARGV[2]) end
+return 1`;
+
+async function seedRedis(client: Client, key: string, stored: Stored, vexp: number | undefined) {
+  const values =
+    stored.kind === 'string'
+      ? [stored.value]
+      : stored.kind === 'hash'
+        ? Object.entries(stored.value).flat()
+        : stored.value.flatMap((score, i) => [
+            Number.isFinite(score) ? String(score) : score > 0 ? 'inf' : '-inf',
+            `m${i}`,
+          ]);
+  await client.sendCommand([
+    'EVAL',
+    SEED_LUA,
+    '1',
+    key,
+    stored.kind,
+    vexp === undefined ? '' : String(vexp),
+    ...values,
+  ]);
+}
+
+/** For each key: whether it exists, and its virtual expiry (ms) or null. */
+const TTL_LUA = `
+local out = {}
+for i, k in ipairs(KEYS) do
+  out[2 * i - 1] = redis.call('EXISTS', k)
+  out[2 * i] = redis.call('GET', k .. ':vexp') or ''
+end
+return out`;
+
+async function virtualTtls(client: Client, keys: readonly string[]) {
+  const reply = (await client.sendCommand(['EVAL', TTL_LUA, String(keys.length), ...keys])) as (
+    | number
+    | string
+  )[];
+  return keys.map((_, i) => ({
+    exists: reply[2 * i] === 1,
+    vexp: reply[2 * i + 1] === '' ? null : Number(reply[2 * i + 1]),
+  }));
+}
+
+// --- The property -------------------------------------------------------------------------
+
 describe('model: Redis script ≡ in-memory twin under a controlled clock', () => {
   for (const c of cases) {
-    it(`${c.name}: ${RUNS} random sequences give identical decisions`, async () => {
+    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, resets, foreign state) give identical decisions`, async () => {
       const client = await redis.client();
+      const admin = await redis.admin();
       await fc.assert(
-        fc.asyncProperty(c.options, ops(10, c.maxAdvanceUs), async (options, sequence) => {
-          const policy = c.build(options as never);
-          const redisStore = new ClockedRedisStore(client);
-          let nowUs = START_US + Math.floor(Math.random() * 1e9);
-          const memory = new MemoryStore({ clock: () => nowUs / 1000 });
-          const onRedis = new RateLimiter({
-            store: redisStore,
-            maxBatchSize: 1,
-            denialCache: false,
-          });
-          const inMemory = new RateLimiter({ store: memory, maxBatchSize: 1, denialCache: false });
-          const tenants = [randomTenant(), randomTenant(), randomTenant()];
-          for (const op of sequence as Op[]) {
-            if (op.kind === 'advance') {
-              nowUs += op.us;
-              continue;
+        fc.asyncProperty(
+          c.options,
+          c.options,
+          fc.array(seedOp(c), { maxLength: 3 }),
+          ops(c, 10),
+          async (options0, options1, seeds, sequence) => {
+            const policies = [
+              c.build(options0 as never),
+              c.build({ ...options1, version: 'b' } as never),
+            ] as const;
+            const redisStore = new ClockedRedisStore(client);
+            let nowUs = START_US + Math.floor(Math.random() * 1e9);
+            let highUs = nowUs;
+            const memory = new MemoryStore({ clock: () => nowUs / 1000 });
+            // A deadline no loaded machine misses: the calls are compared, not timed.
+            const limiterOptions = {
+              maxBatchSize: 1,
+              denialCache: false,
+              timeoutMs: 10_000,
+            } as const;
+            const onRedis = new RateLimiter({ store: redisStore, ...limiterOptions });
+            const inMemory = new RateLimiter({ store: memory, ...limiterOptions });
+            const tenant = randomTenant();
+            const scopes: Scope[] = [
+              { tenant },
+              { tenant, route: 'r' },
+              { tenant, route: 'r', user: 'u' },
+            ];
+            const at = (t: Target) => ({
+              scope: scopes[t.scope] as Scope,
+              policy: policies[t.policy] as Policy,
+            });
+            const keyOf = (t: Target) =>
+              onRedis.keyOf(scopes[t.scope] as Scope, policies[t.policy] as Policy);
+            const targets: Target[] = [0, 1, 2].flatMap((scope) =>
+              [0, 1].map((policy) => ({ scope, policy })),
+            );
+            const keys = targets.map(keyOf);
+            assert.deepEqual(
+              keys,
+              targets.map((t) => inMemory.keyOf(at(t).scope, at(t).policy)),
+            );
+            /** Keys holding foreign state with no TTL or one beyond the horizon, untouched since. */
+            const exempt = new Set<string>();
+
+            for (const op of [...seeds, ...sequence] as Op[]) {
+              const context = () => JSON.stringify({ op, nowUs });
+              if (op.kind === 'advance') {
+                nowUs += op.us;
+                highUs = Math.max(highUs, nowUs);
+                continue;
+              }
+              redisStore.nowUs = nowUs;
+              /** Keys this operation wrote, whose TTL must be within a horizon from now. */
+              let wrote: Target[] = [];
+              if (op.kind === 'seed') {
+                const policy = policies[op.policy] as Policy;
+                const stored = c.materialize(op.state as never, policy.args(1).map(Number), nowUs);
+                const ttlMs =
+                  op.ttl === null ? undefined : Math.round((op.ttl * policy.horizonMs) / 1000);
+                const key = keyOf(op);
+                await seedRedis(
+                  admin,
+                  key,
+                  stored,
+                  ttlMs === undefined ? undefined : ms(nowUs) + ttlMs,
+                );
+                memory.seed(key, stored.kind, stored.value, ttlMs);
+                if (
+                  ttlMs === undefined ||
+                  ttlMs > policy.horizonMs ||
+                  'wrongType' in (op.state as object)
+                )
+                  exempt.add(key);
+                else exempt.delete(key);
+              } else {
+                let a: Outcome;
+                let b: Outcome;
+                if (op.kind === 'takeAll') {
+                  const items = op.items.map((item) => ({ ...at(item), cost: item.cost }));
+                  a = await outcome(() => onRedis.takeAll(items));
+                  b = await outcome(() => inMemory.takeAll(items));
+                  if ('ok' in a && (a.ok as { allowed: boolean }).allowed) wrote = op.items;
+                } else if (op.kind === 'reset') {
+                  const t = at(op);
+                  a = await outcome(() => onRedis.reset(t.scope, t.policy));
+                  b = await outcome(() => inMemory.reset(t.scope, t.policy));
+                  if ('ok' in a) exempt.delete(keyOf(op));
+                } else {
+                  const t = at(op);
+                  const limiter = (l: RateLimiter) =>
+                    op.kind === 'take'
+                      ? l.take(t.scope, t.policy, { cost: op.cost })
+                      : l.peek(t.scope, t.policy, { cost: op.cost });
+                  a = await outcome(() => limiter(onRedis));
+                  b = await outcome(() => limiter(inMemory));
+                  if (op.kind === 'take' && 'ok' in a) wrote = [op];
+                }
+                assert.deepEqual(a, b, context());
+                for (const t of wrote) exempt.delete(keyOf(t));
+              }
+
+              // No state outlives one horizon (a peek writes nothing).
+              if (op.kind === 'peek') continue;
+              const ttls = await virtualTtls(admin, keys);
+              targets.forEach((t, i) => {
+                const key = keys[i] as string;
+                const { exists, vexp } = ttls[i] as { exists: boolean; vexp: number | null };
+                if (!exists || exempt.has(key)) return;
+                const horizonMs = (policies[t.policy] as Policy).horizonMs;
+                const detail = () => `${context()} key ${JSON.stringify(t)} vexp ${vexp}`;
+                assert.ok(vexp !== null, `no TTL: ${detail()}`);
+                if (vexp < ms(nowUs)) return; // expired on the test clock: gone at its next read
+                const written = wrote.some((w) => w.scope === t.scope && w.policy === t.policy);
+                assert.ok(
+                  vexp - (written ? ms(nowUs) : ms(highUs)) <= horizonMs,
+                  `TTL beyond the horizon ${horizonMs} ms: ${detail()} now ${ms(nowUs)}`,
+                );
+              });
             }
-            redisStore.nowUs = nowUs;
-            const scope = { tenant: tenants[op.scope] as string, route };
-            const a = await onRedis.take(scope, policy, { cost: op.cost });
-            const b = await inMemory.take(scope, policy, { cost: op.cost });
-            assert.deepEqual(shape(a), shape(b), JSON.stringify({ op, nowUs }));
-          }
-        }),
-        { numRuns: RUNS },
+          },
+        ),
+        { numRuns: CASE_RUNS, includeErrorInReport: true },
       );
     });
   }
+});
 
-  it(`fixed window: ${RUNS} random sequences give identical decisions (time moves by whole windows)`, async () => {
-    const client = await redis.client();
+/**
+ * Foreign state the model found mishandled, pinned on the production scripts (Redis time):
+ * each row failed before the scripts were fixed.
+ */
+describe('foreign state the model found (production scripts)', () => {
+  const limiter = async () =>
+    new RateLimiter({ client: await redis.client(), maxBatchSize: 1, denialCache: false });
+  const scope = () => ({ tenant: randomTenant(), route: 'r' });
+  const bounded = (pttl: number, horizonMs: number) =>
+    pttl === -2 || (pttl >= 0 && pttl <= horizonMs);
+
+  it('sliding window log: a newest score that is not a whole ms is decided, not an error (was: PEXPIRE of a fraction)', async () => {
     const admin = await redis.admin();
-    await fc.assert(
-      fc.asyncProperty(
-        fc.integer({ min: 1, max: 8 }),
-        fc.array(
-          fc.oneof(
-            {
-              weight: 4,
-              arbitrary: fc.record({
-                kind: fc.constant('take' as const),
-                scope: fc.nat(2),
-                cost: fc.integer({ min: 1, max: 10 }),
-              }),
-            },
-            {
-              weight: 1,
-              arbitrary: fc.record({ kind: fc.constant('expire' as const), scope: fc.constant(0) }),
-            },
-          ),
-          { minLength: 1, maxLength: 25 },
-        ),
-        async (limit, sequence) => {
-          const policy = fixedWindow({ limit, windowMs: 60_000 });
-          let nowMs = 1_700_000_000_000;
-          const memory = new MemoryStore({ clock: () => nowMs });
-          const onRedis = new RateLimiter({ client, maxBatchSize: 1, denialCache: false });
-          const inMemory = new RateLimiter({ store: memory, maxBatchSize: 1, denialCache: false });
-          const tenants = [randomTenant(), randomTenant(), randomTenant()];
-          const started = Date.now();
-          for (const op of sequence) {
-            const tenant = tenants[op.scope] as string;
-            if (op.kind === 'expire') {
-              // Every window ends: on Redis the keys go (as their TTLs would make them);
-              // in memory the clock moves past the window.
-              await admin.del(tenants.map((t) => keyFor(policy, t, route)));
-              nowMs += 60_001;
-              continue;
-            }
-            const a = await onRedis.take({ tenant, route }, policy, { cost: op.cost });
-            const b = await inMemory.take({ tenant, route }, policy, { cost: op.cost });
-            const slack = Date.now() - started + 1;
-            assert.deepEqual([a.allowed, a.remaining, a.limit], [b.allowed, b.remaining, b.limit]);
-            assert.ok(
-              Math.abs(a.resetMs - b.resetMs) <= slack,
-              `resetMs ${a.resetMs} vs ${b.resetMs}`,
-            );
-            assert.equal(Number.isFinite(a.retryAfterMs), Number.isFinite(b.retryAfterMs));
-            if (Number.isFinite(a.retryAfterMs))
-              assert.ok(Math.abs(a.retryAfterMs - b.retryAfterMs) <= slack);
-          }
-        },
-      ),
-      { numRuns: RUNS },
-    );
+    const onRedis = await limiter();
+    const policy = slidingWindowLog({ limit: 1, windowMs: 1000 });
+    const s = scope();
+    const [sec, usec] = (await admin.sendCommand(['TIME'])) as [string, string];
+    const ms = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
+    const key = onRedis.keyOf(s, policy);
+    // In the window, no TTL: a denial's TTL repair would be about 799.5 ms.
+    await admin.zAdd(key, { score: ms - 200.5, value: 'm' });
+    await onRedis.take(s, policy); // a decision, whichever
+    const pttl = await admin.pTTL(key);
+    assert.ok(bounded(pttl, 1000), `PTTL ${pttl}`);
+  });
+
+  it('fixed window: foreign state does not outlive a take whose cost never fits (was: no TTL)', async () => {
+    const admin = await redis.admin();
+    const onRedis = await limiter();
+    const policy = fixedWindow({ limit: 2, windowMs: 1000 });
+    const s = scope();
+    const key = onRedis.keyOf(s, policy);
+    await admin.set(key, 'abc');
+    assert.equal((await onRedis.take(s, policy, { cost: 3 })).allowed, false);
+    const pttl = await admin.pTTL(key);
+    assert.ok(bounded(pttl, 1000), `PTTL ${pttl}`);
+  });
+
+  it('fixed window: a count in a form INCRBY refuses is foreign state (was: every admitted take failed)', async () => {
+    const admin = await redis.admin();
+    const onRedis = await limiter();
+    const policy = fixedWindow({ limit: 5, windowMs: 1000 });
+    for (const value of [' 1', '1.0', '+1', '01', '-0', '1e0', '0x1']) {
+      const s = scope();
+      await admin.set(onRedis.keyOf(s, policy), value);
+      const decision = await onRedis.take(s, policy);
+      assert.deepEqual([decision.allowed, decision.remaining], [true, 4], value);
+    }
+  });
+
+  it('token bucket, sliding window counter: a hash with none of their fields does not outlive a take whose cost never fits (was: no TTL)', async () => {
+    const admin = await redis.admin();
+    const onRedis = await limiter();
+    for (const policy of [
+      tokenBucket({ capacity: 2, refillIntervalMs: 1000 }),
+      slidingWindowCounter({ limit: 2, windowMs: 1000 }),
+    ]) {
+      const s = scope();
+      const key = onRedis.keyOf(s, policy);
+      await admin.hSet(key, 'x', '1');
+      assert.equal((await onRedis.take(s, policy, { cost: 3 })).allowed, false);
+      const pttl = await admin.pTTL(key);
+      assert.ok(bounded(pttl, policy.horizonMs), `${policy.algorithm} PTTL ${pttl}`);
+    }
   });
 });
