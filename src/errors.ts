@@ -114,6 +114,10 @@ function describe(value: unknown): string {
   if (typeof value === 'number') return `number ${String(value)}`;
   if (typeof value === 'string')
     return value.length === 0 ? 'empty string' : `string of length ${value.length}`;
-  if (Array.isArray(value)) return 'array';
+  try {
+    if (Array.isArray(value)) return `array of length ${String(value.length)}`;
+  } catch {
+    return 'an unreadable object (a revoked Proxy?)';
+  }
   return typeof value;
 }

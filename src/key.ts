@@ -2,7 +2,7 @@
  * Scope → Redis key: key scheme v2.
  *
  * `<namespace>:{<tenant hash>}:<policy id>[:<rest hash>]`, e.g.
- * `rate:{9f86d081884c7d659a2feaa0c55ad015}:fw.3c2a9d0e1b7f4a55:5e884898da28047151d0e56f8dc62927`
+ * `rate:{07fad54f7446269afc481e306a48f046}:fw.17b030aa42ef23f5:1966b0d8b8c859e1eca065c53cd5f4dd`
  *
  * - `<tenant hash>`: the first 128 bits (32 hex) of SHA-256 of `JSON.stringify([tenant])`,
  *   inside a hash tag. The Redis Cluster slot depends on the tenant alone, so every key of
@@ -17,7 +17,7 @@
  * Structure-safe (S10): the JSON array encoding keeps `["a:b","c"]` and `["a","b:c"]`
  * apart, and lone surrogates are escaped, so every scope has one encoding. No caller text
  * reaches Redis — it cannot form a hash tag or a glob — and the key's length is bounded
- * (at most 64 + 2 + 32 + 1 + 22 + 1 + 32 characters). Hashing is not encryption: a known
+ * (at most 64 + 2 + 32 + 2 + 21 + 1 + 32 = 154 characters). Hashing is not encryption: a known
  * tenant id can be hashed and found.
  *
  * Scheme v1 (`<namespace>:<tag>:v<version>:{<hash>}`) keys are never read by this version;

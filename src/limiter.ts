@@ -37,6 +37,7 @@ import {
   optionalPositiveInteger,
   positiveSafeInteger,
   readProperty,
+  rejectUnknownKeys,
 } from './validate.js';
 
 /** Options of {@link RateLimiter}. Give exactly one of `client` and `store`. */
@@ -110,6 +111,15 @@ export interface LimiterStats {
 }
 
 const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
+const RATE_LIMITER_OPTIONS = [
+  'client',
+  'store',
+  'namespace',
+  'timeoutMs',
+  'maxInFlight',
+  'maxBatchSize',
+  'denialCache',
+] as const;
 /** Largest `maxBatchSize`: one script call blocks Redis while it runs; keep it short. */
 export const MAX_BATCH_SIZE = 1024;
 /** Longest tenant, route or user accepted, in UTF-16 code units. */
@@ -119,16 +129,50 @@ export const MAX_TAKE_ALL_ITEMS = 16;
 
 const NO_ARGS: readonly string[] = Object.freeze([]);
 
+/**
+ * Scopes whose parts add up to more characters than this are cached under their Redis key
+ * (a hash), so that the denial cache's memory stays small per entry whatever the ids hold.
+ */
+const LOCAL_KEY_MAX_TEXT = 256;
+
 /** One validated scope under one policy: what a call sends and caches. */
-interface Target {
-  readonly tenant: string;
-  readonly policy: Policy;
-  readonly batchId: number;
-  readonly cost: number;
-  readonly args: readonly string[];
-  readonly key: string;
+class Target {
+  #key: string | undefined;
   /** The denial cache's key for this scope and policy ('' without a cache). */
   readonly localKey: string;
+
+  constructor(
+    readonly namespace: string,
+    readonly parts: ScopeParts,
+    readonly policy: Policy,
+    readonly batchId: number,
+    readonly cost: number,
+    readonly args: readonly string[],
+    cached: boolean,
+  ) {
+    const { tenant, route, user } = parts;
+    // The cache is keyed by the scope's text, so a cached denial costs no hashing; long ids
+    // are keyed by their hash instead, to bound each entry's size.
+    this.localKey = !cached
+      ? ''
+      : tenant.length + (route?.length ?? 0) + (user?.length ?? 0) > LOCAL_KEY_MAX_TEXT
+        ? this.key
+        : `${policy.id}|${tenant.length}:${tenant}|${
+            route === undefined ? '' : `${route.length}:${route}`
+          }|${user ?? ''}`;
+  }
+
+  /** The Redis key (hashed once, when first needed: not for an answer from the cache). */
+  get key(): string {
+    this.#key ??= scopeKey(
+      this.namespace,
+      this.policy.id,
+      this.parts.tenant,
+      this.parts.route,
+      this.parts.user,
+    );
+    return this.#key;
+  }
 }
 
 /**
@@ -500,6 +544,9 @@ export class RateLimiter {
   /** @throws {InvalidInputError} for a missing/ambiguous store or an out-of-range option. */
   constructor(options: RateLimiterOptions) {
     const read = (name: string) => readProperty(options, name, 'options');
+    if (typeof options === 'object' && options !== null) {
+      rejectUnknownKeys(options, RATE_LIMITER_OPTIONS, 'options');
+    }
     const client = read('client');
     const givenStore = read('store') as ScriptStore | undefined;
     if ((client === undefined) === (givenStore === undefined)) {
@@ -537,6 +584,9 @@ export class RateLimiter {
     const cache = read('denialCache');
     if (cache !== undefined && cache !== false && (typeof cache !== 'object' || cache === null)) {
       throw new InvalidInputError('options.denialCache', 'false or { maxEntries }', cache);
+    }
+    if (typeof cache === 'object' && cache !== null) {
+      rejectUnknownKeys(cache, ['maxEntries'], 'options.denialCache');
     }
     const denials =
       cache === false
@@ -626,10 +676,15 @@ export class RateLimiter {
         remaining: 0,
         limit: t.policy.limit,
         resetMs: 0,
-        retryAfterMs: 0,
+        // Known without Redis: a cost above what the policy can ever admit.
+        retryAfterMs: t.cost > t.policy.maxCost ? Number.POSITIVE_INFINITY : 0,
       }));
       cached[j] = held;
-      if (held.retryAfterMs > retryAfterMs) retryAfterMs = held.retryAfterMs;
+    }
+    if (cached !== undefined) {
+      for (const decision of cached) {
+        if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
+      }
     }
     if (cached !== undefined) {
       engine.stats.limited++;
@@ -733,33 +788,37 @@ export class RateLimiter {
   }
 
   #targets(items: readonly TakeAllItem[]): Target[] {
-    if (!Array.isArray(items) || items.length < 1 || items.length > MAX_TAKE_ALL_ITEMS) {
-      throw new InvalidInputError(
-        'items',
-        `an array of 1 to ${MAX_TAKE_ALL_ITEMS} { scope, policy, cost? }`,
-        items,
-      );
+    const expected = `an array of 1 to ${MAX_TAKE_ALL_ITEMS} { scope, policy, cost? }`;
+    let count: unknown;
+    try {
+      count = Array.isArray(items) ? items.length : undefined;
+    } catch {
+      count = undefined; // a revoked Proxy
+    }
+    if (typeof count !== 'number' || count < 1 || count > MAX_TAKE_ALL_ITEMS) {
+      throw new InvalidInputError('items', expected, items);
     }
     const targets: Target[] = [];
     const seen = new Map<string, number>();
     let tenant: string | undefined;
-    for (let i = 0; i < items.length; i++) {
+    // `count` was read once: a Proxy whose length changes cannot add items.
+    for (let i = 0; i < count; i++) {
       const field = `items[${i}]`;
-      const item = items[i];
+      const item = readProperty(items, String(i), 'items');
       const target = this.#target(
         readProperty(item, 'scope', field) as Scope,
         readProperty(item, 'policy', field) as Policy,
-        item,
+        item as TakeOptions,
         `${field}.scope`,
         `${field}.policy`,
         field,
       );
-      if (tenant === undefined) tenant = target.tenant;
-      else if (target.tenant !== tenant) {
+      if (tenant === undefined) tenant = target.parts.tenant;
+      else if (target.parts.tenant !== tenant) {
         throw new InvalidInputError(
           `${field}.scope.tenant`,
           'the tenant of items[0] (one takeAll decides for one tenant)',
-          target.tenant,
+          target.parts.tenant,
         );
       }
       const earlier = seen.get(target.key);
@@ -796,15 +855,15 @@ export class RateLimiter {
     const batchId = this.#batchId(policy, policyField);
     const parts = scopeParts(scope, scopeField);
     const args = policy.args(cost);
-    const key = scopeKey(this.#namespace, policy.id, parts.tenant, parts.route, parts.user);
-    // The cache is keyed by the scope's text, so a cached denial costs no hashing.
-    const localKey =
-      this.#engine.denials === undefined
-        ? ''
-        : `${policy.id}|${parts.tenant.length}:${parts.tenant}|${
-            parts.route === undefined ? '' : `${parts.route.length}:${parts.route}`
-          }|${parts.user ?? ''}`;
-    return { tenant: parts.tenant, policy, batchId, cost, args, key, localKey };
+    return new Target(
+      this.#namespace,
+      parts,
+      policy,
+      batchId,
+      cost,
+      args,
+      this.#engine.denials !== undefined,
+    );
   }
 
   #batchId(policy: Policy, field: string): number {

@@ -22,6 +22,30 @@ export function readProperty(object: unknown, property: string, field: string): 
   }
 }
 
+/**
+ * Throws unless every own key of `object` is in `known`: a misspelled option (`refilTokens`)
+ * is an error naming it (`<field>.refilTokens`), never silently ignored.
+ */
+export function rejectUnknownKeys(object: object, known: readonly string[], field: string): void {
+  let keys: string[];
+  try {
+    keys = Object.keys(object);
+  } catch (error) {
+    const invalid = new InvalidInputError(field, 'an object whose keys can be read', undefined);
+    (invalid as { cause?: unknown }).cause = error;
+    throw invalid;
+  }
+  for (const key of keys) {
+    if (!known.includes(key)) {
+      throw new InvalidInputError(
+        `${field}.${key}`,
+        `absent: known are ${known.join(', ')}`,
+        undefined,
+      );
+    }
+  }
+}
+
 /** `value` when it is a safe integer in `[1, max]`, else an error naming `field`. */
 export function positiveSafeInteger(
   field: string,

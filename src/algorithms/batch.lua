@@ -10,8 +10,10 @@
 -- A request is a group of items with an operation:
 --   t  take: all or nothing. One item is decided as a lone take. Several (takeAll) are first
 --      decided dry (nothing written); only when every item is admitted are they all taken,
---      else nothing is written and each item reports the state as it is (an item that would
---      have fitted reports retryAfterMs 0).
+--      else nothing is consumed and each item reports the state as it is (an item that would
+--      have fitted reports retryAfterMs 0). A refused takeAll still repairs what a denied take
+--      repairs (a TTL to heal, foreign state to clear): each item is then run as a probe — a
+--      take whose cost can never fit, which writes nothing else.
 --   p  peek: every item decided dry; nothing is written.
 --   r  reset: DEL of the item's key (its reply: 1 when the key existed, else 0).
 --
@@ -103,14 +105,16 @@ while a <= #ARGV do
         end
       end
     else
-      -- Refused: nothing is written. A blocking item reports its denial; an item that would
-      -- have fitted reports the state as it is (a probe), with retryAfterMs 0.
+      -- Refused: nothing is consumed. Each item runs as a probe, which repairs what a denial
+      -- repairs and nothing else. A blocking item reports its denial; an item that would have
+      -- fitted reports the state as it is (the probe's), with retryAfterMs 0.
       for j = 1, n do
+        local probed
+        ok, probed = decide(first + j - 1, ids[j], bases[j], false, true)
+        if not ok then probed = { 0, 0, 0, 0 } end
         r = replies[j]
         if r[1] == 1 then
-          ok, r = decide(first + j - 1, ids[j], bases[j], true, true)
-          if not ok then r = { 0, 0, 0, 0 } end
-          emit(0, r[2], r[3], 0)
+          emit(0, probed[2], probed[3], 0)
         else
           emit(0, r[2], r[3], r[4])
         end

@@ -50,7 +50,7 @@ export interface FixedWindowPolicy extends Policy {
  *   `policy.name`, `policy.version`).
  */
 export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
-  requireObject(options, '{ limit, windowMs }');
+  requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs']);
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   const { name, version } = policyIdentity(options);

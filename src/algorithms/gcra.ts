@@ -56,7 +56,7 @@ export interface GcraPolicy extends Policy {
  *   `policy.name` or `policy.version`, or a burst × emission interval above 2^53 − 1 µs.
  */
 export function gcra(options: GcraOptions): GcraPolicy {
-  requireObject(options, '{ limit, periodMs }');
+  requireObject(options, '{ limit, periodMs }', ['limit', 'periodMs', 'burst']);
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const periodMs = policyInteger(options, 'periodMs', MAX_WINDOW_MS);
   const burst = policyInteger(options, 'burst', MAX_LIMIT, limit);

@@ -4,7 +4,7 @@
 import { InvalidInputError } from '../errors.js';
 import { digest } from '../key.js';
 import type { Decision } from '../types.js';
-import { positiveSafeInteger, readProperty } from '../validate.js';
+import { positiveSafeInteger, readProperty, rejectUnknownKeys } from '../validate.js';
 import type { LuaScript } from './script.js';
 
 /**
@@ -22,7 +22,7 @@ export interface Policy {
   readonly named: boolean;
   /**
    * The policy's identity as it appears in Redis keys: the algorithm's key tag and a digest
-   * of the algorithm, every parameter, the version and the name, e.g. `"fw.3c2a9d0e1b7f4a55"`.
+   * of the algorithm, every parameter, the version and the name, e.g. `"fw.17b030aa42ef23f5"`.
    * Two policies with different ids never share state; changing any parameter, the version
    * or the name starts a fresh quota.
    */
@@ -205,11 +205,15 @@ export const MAX_WINDOW_MS = 315_360_000_000;
  */
 export const MAX_LIMIT = 2 ** 50;
 
-/** Throws unless `options` is an object (the builders' first check). */
-export function requireObject(options: unknown, shape: string): void {
+/**
+ * Throws unless `options` is an object with no keys but `known` and the identity options
+ * (`name`, `version`): the builders' first check.
+ */
+export function requireObject(options: unknown, shape: string, known: readonly string[]): void {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidInputError('policy', `an object ${shape}`, options);
   }
+  rejectUnknownKeys(options, [...known, 'name', 'version'], 'policy');
 }
 
 /**

@@ -43,7 +43,7 @@ export interface SlidingWindowCounterPolicy extends Policy {
  *   `policy.version`, or limit × windowMs above 2^53 − 1.
  */
 export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWindowCounterPolicy {
-  requireObject(options, '{ limit, windowMs }');
+  requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs']);
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   requireProduct('policy.limit', limit, windowMs, 'limit × windowMs');

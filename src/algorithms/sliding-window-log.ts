@@ -50,7 +50,7 @@ export interface SlidingWindowLogPolicy extends Policy {
  *   `policy.name` or `policy.version`.
  */
 export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLogPolicy {
-  requireObject(options, '{ limit, windowMs }');
+  requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs']);
   const limit = policyInteger(options, 'limit', MAX_LOG_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   const { name, version } = policyIdentity(options);

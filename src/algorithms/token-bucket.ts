@@ -56,7 +56,11 @@ export interface TokenBucketPolicy extends Policy {
  *   `policy.refillIntervalMs`, `policy.name`, `policy.version`), or capacity × refillIntervalMs above 2^53 − 1.
  */
 export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
-  requireObject(options, '{ capacity, refillIntervalMs }');
+  requireObject(options, '{ capacity, refillIntervalMs }', [
+    'capacity',
+    'refillTokens',
+    'refillIntervalMs',
+  ]);
   const capacity = policyInteger(options, 'capacity', MAX_LIMIT);
   const refillTokens = policyInteger(options, 'refillTokens', Number.MAX_SAFE_INTEGER, 1);
   const refillIntervalMs = policyInteger(options, 'refillIntervalMs', MAX_WINDOW_MS);

@@ -41,7 +41,8 @@ interface Entry {
 
 const TWINS = new Map<LuaScript, Twin>(ALGORITHMS.map((a) => [a.script, a.twin]));
 const DRY: TwinMode = { dry: true, probe: false };
-const PROBE: TwinMode = { dry: true, probe: true };
+/** A probe that writes what a denial writes: repairs (TTLs, foreign state), never a take. */
+const REPAIR: TwinMode = { dry: false, probe: true };
 const WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value';
 
 export class MemoryStore implements ScriptStore {
@@ -170,10 +171,9 @@ export class MemoryStore implements ScriptStore {
             for (const r of results) out.push(...r);
           } else {
             replies.forEach((r, j) => {
-              if (r[0] === 1) {
-                const now = decide(items[j] as (typeof items)[number], PROBE);
-                out.push(0, now[1], now[2], 0);
-              } else out.push(0, r[1], r[2], r[3]);
+              const probed = decide(items[j] as (typeof items)[number], REPAIR);
+              if (r[0] === 1) out.push(0, probed[1], probed[2], 0);
+              else out.push(0, r[1], r[2], r[3]);
             });
           }
         }

@@ -479,3 +479,42 @@ describe('a server clock step back within one horizon never re-admits', () => {
     }
   }
 });
+
+describe('a refused takeAll repairs what a denied take repairs (and consumes nothing)', () => {
+  for (const [label, policy, seed] of [
+    ['fixed window, full counter without a TTL', fw, ['SET', '5']],
+    ['sliding window log, full log without a TTL', swl, null],
+  ] as const) {
+    it(`${label}: the key gets a TTL within the horizon from a refused takeAll alone`, async () => {
+      // No denial cache: every takeAll is decided (and refused) by the script.
+      const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const admin = await redis.admin();
+      const scope = newScope();
+      const key = limiter.keyOf(scope, policy);
+      if (seed === null) {
+        const now = await serverNowMs(admin);
+        await raw(
+          admin,
+          'ZADD',
+          key,
+          ...[0, 1, 2, 3, 4].flatMap((i) => [now - 1000, `${now - 1000}:${i}`]),
+        );
+      } else {
+        await raw(admin, seed[0], key, seed[1]);
+      }
+      assert.equal(await admin.pTTL(key), -1, 'arranged without a TTL');
+      // Another item refuses (a per-tenant limit already used up) — or this one does.
+      const other = fixedWindow({ limit: 1, windowMs: 60_000, name: 'tenant-once' });
+      await limiter.take({ tenant: scope.tenant }, other);
+      const result = await limiter.takeAll([
+        { scope: { tenant: scope.tenant }, policy: other },
+        { scope, policy },
+      ]);
+      assert.equal(result.allowed, false);
+      const pttl = await admin.pTTL(key);
+      assert.ok(pttl > 0 && pttl <= policy.horizonMs, `PTTL ${pttl}`);
+      const peeked = await limiter.peek(scope, policy);
+      assert.equal(peeked.allowed, false, 'nothing was consumed, nothing was freed');
+    });
+  }
+});

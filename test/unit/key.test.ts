@@ -28,6 +28,16 @@ describe('scope → key, scheme v2 (S10, S21, S23)', () => {
     );
   });
 
+  it('the README example key is what the limiter builds', () => {
+    assert.equal(
+      key('acme', 'POST/orders'),
+      'rate:{07fad54f7446269afc481e306a48f046}:fw.17b030aa42ef23f5:1966b0d8b8c859e1eca065c53cd5f4dd',
+    );
+    // The longest: a 64-character namespace and the longest algorithm tag.
+    const longest = scopeKey('n'.repeat(64), 'gcra.0123456789abcdef', 't', 'r', 'u');
+    assert.equal(longest.length, 154);
+  });
+
   it('every key of one tenant carries the same hash tag (one Cluster slot)', () => {
     const tag = tenantTag('acme');
     const other = fixedWindow({ limit: 5, windowMs: 1000, name: 'other' });
