@@ -135,6 +135,12 @@ const NO_ARGS: readonly string[] = Object.freeze([]);
  */
 const LOCAL_KEY_MAX_TEXT = 256;
 
+/** Per policy and limiter. */
+interface Compiled {
+  readonly batchId: number;
+  readonly localId: number;
+}
+
 /** One validated scope under one policy: what a call sends and caches. */
 class Target {
   #key: string | undefined;
@@ -148,18 +154,21 @@ class Target {
     readonly batchId: number,
     readonly cost: number,
     readonly args: readonly string[],
-    cached: boolean,
+    /** The policy's short id in this limiter's denial cache; undefined without a cache. */
+    localId: number | undefined,
   ) {
     const { tenant, route, user } = parts;
-    // The cache is keyed by the scope's text, so a cached denial costs no hashing; long ids
-    // are keyed by their hash instead, to bound each entry's size.
-    this.localKey = !cached
-      ? ''
-      : tenant.length + (route?.length ?? 0) + (user?.length ?? 0) > LOCAL_KEY_MAX_TEXT
-        ? this.key
-        : `${policy.id}|${tenant.length}:${tenant}|${
-            route === undefined ? '' : `${route.length}:${route}`
-          }|${user ?? ''}`;
+    // The cache is keyed by the scope's text, so a cached denial costs no hashing (the
+    // lengths keep it unambiguous); long ids are keyed by their hash instead, to bound each
+    // entry's size.
+    this.localKey =
+      localId === undefined
+        ? ''
+        : tenant.length + (route?.length ?? 0) + (user?.length ?? 0) > LOCAL_KEY_MAX_TEXT
+          ? `#${this.key}`
+          : `${localId}:${tenant.length}:${tenant}${
+              route === undefined ? '-' : `${route.length}:${route}`
+            }${user ?? ''}`;
   }
 
   /** The Redis key (hashed once, when first needed: not for an answer from the cache). */
@@ -539,7 +548,8 @@ export class RateLimiter {
   readonly #maxInFlight: number;
   readonly #engine: Engine;
   readonly #coalescer: Coalescer;
-  readonly #batchIds = new WeakMap<Policy, number>();
+  readonly #compiled = new WeakMap<Policy, Compiled>();
+  #policies = 0;
 
   /** @throws {InvalidInputError} for a missing/ambiguous store or an out-of-range option. */
   constructor(options: RateLimiterOptions) {
@@ -852,29 +862,31 @@ export class RateLimiter {
       );
     }
     const cost = takeCost(options, optionsField);
-    const batchId = this.#batchId(policy, policyField);
+    const compiled = this.#compile(policy, policyField);
     const parts = scopeParts(scope, scopeField);
     const args = policy.args(cost);
     return new Target(
       this.#namespace,
       parts,
       policy,
-      batchId,
+      compiled.batchId,
       cost,
       args,
-      this.#engine.denials !== undefined,
+      this.#engine.denials === undefined ? undefined : compiled.localId,
     );
   }
 
-  #batchId(policy: Policy, field: string): number {
-    let id = this.#batchIds.get(policy);
-    if (id === undefined) {
-      id = batchId(policy.script);
+  /** What this limiter keeps per policy: its batch id and its short id in cache keys. */
+  #compile(policy: Policy, field: string): Compiled {
+    let compiled = this.#compiled.get(policy);
+    if (compiled === undefined) {
+      const id = batchId(policy.script);
       if (id === undefined)
         throw new InvalidInputError(field, 'a policy of a known algorithm', policy);
-      this.#batchIds.set(policy, id);
+      compiled = { batchId: id, localId: this.#policies++ };
+      this.#compiled.set(policy, compiled);
     }
-    return id;
+    return compiled;
   }
 }
 
@@ -887,18 +899,19 @@ function takeCost(options: TakeOptions | undefined, field: string): number {
 /** Reads each part of `scope` once and checks it; the values returned are the values checked. */
 function scopeParts(scope: unknown, field: string): ScopeParts {
   const tenant = readProperty(scope, 'tenant', field);
-  checkPart(`${field}.tenant`, tenant);
+  checkPart(field, 'tenant', tenant);
   const route = readProperty(scope, 'route', field);
-  if (route !== undefined) checkPart(`${field}.route`, route);
+  if (route !== undefined) checkPart(field, 'route', route);
   const user = readProperty(scope, 'user', field);
-  if (user !== undefined) checkPart(`${field}.user`, user);
+  if (user !== undefined) checkPart(field, 'user', user);
   return { tenant, route, user };
 }
 
-function checkPart(field: string, value: unknown): asserts value is string {
+/** Checks one part of a scope; the field's name is built only for the error. */
+function checkPart(field: string, part: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || value.length === 0 || value.length > MAX_SCOPE_PART_LENGTH) {
     throw new InvalidInputError(
-      field,
+      `${field}.${part}`,
       `a non-empty string of at most ${MAX_SCOPE_PART_LENGTH} characters`,
       value,
     );
