@@ -58,8 +58,10 @@ export function scopeKey(
   tenant: string,
   route: string | undefined,
   user: string | undefined,
+  /** `tenantTag(tenant)`, when the caller already has it (several keys of one tenant). */
+  tag = tenantTag(tenant),
 ): string {
-  const base = `${namespace}:${tenantTag(tenant)}:${policyId}`;
+  const base = `${namespace}:${tag}:${policyId}`;
   if (route === undefined && user === undefined) return base;
   return `${base}:${digest([route ?? null, user ?? null])}`;
 }

@@ -21,7 +21,7 @@ import {
   TimeoutError,
   UnavailableError,
 } from './errors.js';
-import { resetEpochKey, scopeKey } from './key.js';
+import { resetEpochKey, scopeKey, tenantTag } from './key.js';
 import {
   EPOCH_POLL_MS,
   EPOCH_TTL_MS,
@@ -179,6 +179,19 @@ class Target {
       this.parts.tenant,
       this.parts.route,
       this.parts.user,
+    );
+    return this.#key;
+  }
+
+  /** The Redis key, given the tenant's hash tag (the items of a takeAll share one). */
+  keyWithTag(tag: string): string {
+    this.#key ??= scopeKey(
+      this.namespace,
+      this.policy.id,
+      this.parts.tenant,
+      this.parts.route,
+      this.parts.user,
+      tag,
     );
     return this.#key;
   }
@@ -811,6 +824,7 @@ export class RateLimiter {
     const targets: Target[] = [];
     const seen = new Map<string, number>();
     let tenant: string | undefined;
+    let tag = '';
     // `count` was read once: a Proxy whose length changes cannot add items.
     for (let i = 0; i < count; i++) {
       const field = `items[${i}]`;
@@ -823,15 +837,18 @@ export class RateLimiter {
         `${field}.policy`,
         field,
       );
-      if (tenant === undefined) tenant = target.parts.tenant;
-      else if (target.parts.tenant !== tenant) {
+      if (tenant === undefined) {
+        tenant = target.parts.tenant;
+        tag = tenantTag(tenant); // hashed once for every item
+      } else if (target.parts.tenant !== tenant) {
         throw new InvalidInputError(
           `${field}.scope.tenant`,
           'the tenant of items[0] (one takeAll decides for one tenant)',
           target.parts.tenant,
         );
       }
-      const earlier = seen.get(target.key);
+      const key = target.keyWithTag(tag);
+      const earlier = seen.get(key);
       if (earlier !== undefined) {
         throw new InvalidInputError(
           field,
@@ -839,7 +856,7 @@ export class RateLimiter {
           item,
         );
       }
-      seen.set(target.key, i);
+      seen.set(key, i);
       targets.push(target);
     }
     return targets;
