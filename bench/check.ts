@@ -1,6 +1,11 @@
 /**
  * The correctness gate run before any measurement: for each contender, 30 concurrent takes
  * on a fresh key under a limit of 10 per 60 s must admit exactly 10, with no errors.
+ * For `sluice-takeall3` a take is one all-or-nothing `takeAll` of three stacked limits of the
+ * tenant (tenant-wide, per route, per route + user), each 10 per 60 s: the three counters
+ * fill together, so again exactly 10 are admitted (and a refused takeAll writes nothing).
+ * `sluice-take3` takes the same three limits independently: its first 10 are admitted on
+ * all three, the other 20 denied on all three.
  */
 import { randomUUID } from 'node:crypto';
 import { loadContender } from './contenders/index.js';

@@ -14,6 +14,8 @@ const loaders: Record<string, () => Promise<Contender>> = {
   floor: async () => (await import('./floor.js')).contender,
   'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,
   'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
+  'sluice-takeall3': async () => (await import('./sluice.js')).takeAll3Contender,
+  'sluice-take3': async () => (await import('./sluice.js')).take3Contender,
 };
 for (const name of [
   'sluice-sliding-log',
@@ -25,9 +27,12 @@ for (const name of [
 }
 
 export const contenderNames = Object.keys(loaders);
-/** The policy variants are opt-in (`--contenders sluice,sluice-gcra,…`): a full run stays a few minutes. */
+/**
+ * The policy variants, `sluice-takeall3` and `sluice-take3` are opt-in
+ * (`--contenders sluice,sluice-gcra,…`): a full run stays a few minutes.
+ */
 export const defaultContenderNames = contenderNames.filter(
-  (name) => !/^sluice-(sliding|token|gcra)/.test(name),
+  (name) => !/^sluice-(sliding|token|gcra|takeall3$|take3$)/.test(name),
 );
 
 export function loadContender(name: string): Promise<Contender> {

@@ -3,7 +3,9 @@
  * `createRedisClient`, and a `fixedWindow` policy. Variants: `sluice-uncached` turns the
  * local denial cache off, so that every take reaches Redis; `sluice-nodeadline` patches the
  * deadline out; `sluice-<policy>` (opt-in) decides with another policy of the same limit
- * and window.
+ * and window; `sluice-takeall3` (opt-in) decides each take with one `takeAll` of three
+ * stacked limits of the tenant, and `sluice-take3` (opt-in, its reference) with three
+ * independent `take`s of the same three limits.
  */
 import {
   createRedisClient,
@@ -14,6 +16,7 @@ import {
   type RateLimiterOptions,
   slidingWindowCounter,
   slidingWindowLog,
+  type TakeAllItem,
   tokenBucket,
 } from '../../src/index.js';
 import type { Contender } from '../types.js';
@@ -108,3 +111,61 @@ export const policyContenders: Record<string, Contender> = {
     (limit, windowMs) => gcra({ limit, periodMs: windowMs }),
   ),
 };
+
+/**
+ * One decision = `takeAll` of three stacked fixed-window limits of one tenant: tenant-wide,
+ * per route and per user (route + user), each at the scenario's limit and window, each its
+ * own named policy (so its own key). Allowed when all three admit. With equal limits the
+ * three counters move together, so the binding limit admits exactly `limit` (the
+ * correctness gate's 10 of 30) and a refused takeAll writes nothing.
+ */
+export const takeAll3Contender: Contender = {
+  name: 'sluice-takeall3',
+  description:
+    'as sluice, each decision a takeAll of 3 fixedWindow limits of the tenant (tenant, route, route+user)',
+  async setup(url, { limit, windowMs }) {
+    const client = await createRedisClient({ url });
+    const limiter = new RateLimiter({ client });
+    const items = stackedItems(limit, windowMs);
+    return {
+      take: (tenant) => limiter.takeAll(items(tenant)).then((r) => r.allowed),
+      close: () => client.close(),
+    };
+  },
+};
+
+/**
+ * The reference for `sluice-takeall3`: the same three limits as three independent `take`s
+ * (issued together, so coalesced into one script call; not all-or-nothing: an item that
+ * fits is counted even when another denies). Allowed when all three admit. What three
+ * separate keys cost without the atomic batch. In the correctness gate the three counters
+ * fill together, so the first 10 of 30 are allowed on all three, the rest denied on all.
+ */
+export const take3Contender: Contender = {
+  name: 'sluice-take3',
+  description: 'as sluice-takeall3, as 3 independent takes (Promise.all; not all-or-nothing)',
+  async setup(url, { limit, windowMs }) {
+    const client = await createRedisClient({ url });
+    const limiter = new RateLimiter({ client });
+    const items = stackedItems(limit, windowMs);
+    return {
+      take: (tenant) =>
+        Promise.all(items(tenant).map((item) => limiter.take(item.scope, item.policy))).then(
+          (decisions) => decisions.every((d) => d.allowed),
+        ),
+      close: () => client.close(),
+    };
+  },
+};
+
+/** Three stacked fixedWindow limits of one tenant: tenant-wide, per route, per route + user. */
+function stackedItems(limit: number, windowMs: number): (tenant: string) => TakeAllItem[] {
+  const tenantWide = fixedWindow({ limit, windowMs, name: 'bench-tenant' });
+  const perRoute = fixedWindow({ limit, windowMs, name: 'bench-route' });
+  const perUser = fixedWindow({ limit, windowMs, name: 'bench-user' });
+  return (tenant) => [
+    { scope: { tenant }, policy: tenantWide },
+    { scope: { tenant, route: ROUTE }, policy: perRoute },
+    { scope: { tenant, route: ROUTE, user: 'u1' }, policy: perUser },
+  ];
+}
