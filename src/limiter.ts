@@ -198,17 +198,49 @@ class Target {
 }
 
 /**
- * One take or peek in flight: its deadline entry and its batch request at once, so that a
- * take costs one object besides its promise.
+ * What every call in flight shares: its deadline entry and its batch request at once, so
+ * that a take costs one object besides its promise. A subclass says what it sends (`write`)
+ * and what its reply means (`done`).
  */
-class Call implements DeadlineEntry, BatchRequest {
+abstract class InFlight implements DeadlineEntry, BatchRequest {
   deadline = 0;
   settled = false;
+  abstract readonly op: 't' | 'p' | 'r';
+  abstract readonly size: number;
+  abstract readonly script: LuaScript | undefined;
+  abstract readonly key: string;
+  abstract readonly args: readonly string[];
+
+  constructor(
+    readonly engine: Engine,
+    readonly reject: (error: Error) => void,
+  ) {}
+
+  abstract write(keys: string[], argv: string[]): void;
+  abstract done(reply: readonly unknown[], offset: number, sentAt: number): void;
+
+  fail(error: Error): void {
+    this.engine.failed(this, error);
+  }
+
+  expire(): void {
+    this.engine.expired(this);
+  }
+}
+
+/** Appends one item (its algorithm id, argument count and arguments) to a batch's ARGV. */
+function writeItem(argv: string[], batchId: number, args: readonly string[]): void {
+  argv.push(String(batchId), String(args.length));
+  for (const arg of args) argv.push(arg);
+}
+
+/** One take or peek in flight. */
+class Call extends InFlight {
   readonly size = 1;
   readonly script: LuaScript | undefined;
 
   constructor(
-    readonly engine: Engine,
+    engine: Engine,
     readonly op: 't' | 'p',
     readonly policy: Policy,
     readonly batchId: number,
@@ -217,35 +249,25 @@ class Call implements DeadlineEntry, BatchRequest {
     readonly cost: number,
     readonly args: readonly string[],
     readonly resolve: (decision: Decision) => void,
-    readonly reject: (error: Error) => void,
+    reject: (error: Error) => void,
   ) {
+    super(engine, reject);
     // A lone take goes as its algorithm's own script; a peek always as a batch (dry).
     this.script = op === 't' ? policy.script : undefined;
   }
 
   write(keys: string[], argv: string[]): void {
     keys.push(this.key);
-    argv.push(String(this.batchId), String(this.args.length));
-    for (const arg of this.args) argv.push(arg);
+    writeItem(argv, this.batchId, this.args);
   }
 
   done(reply: readonly unknown[], offset: number, sentAt: number): void {
     this.engine.answered(this, reply, offset, sentAt);
   }
-
-  fail(error: Error): void {
-    this.engine.failed(this, error);
-  }
-
-  expire(): void {
-    this.engine.expired(this);
-  }
 }
 
 /** One `takeAll` in flight. */
-class GroupCall implements DeadlineEntry, BatchRequest {
-  deadline = 0;
-  settled = false;
+class GroupCall extends InFlight {
   readonly op = 't' as const;
   readonly script = undefined;
   readonly key = '';
@@ -253,51 +275,43 @@ class GroupCall implements DeadlineEntry, BatchRequest {
   readonly size: number;
 
   constructor(
-    readonly engine: Engine,
+    engine: Engine,
     readonly targets: readonly Target[],
     readonly resolve: (result: TakeAllResult) => void,
-    readonly reject: (error: Error) => void,
+    reject: (error: Error) => void,
   ) {
+    super(engine, reject);
     this.size = targets.length;
   }
 
   write(keys: string[], argv: string[]): void {
     for (const target of this.targets) {
       keys.push(target.key);
-      argv.push(String(target.batchId), String(target.args.length));
-      for (const arg of target.args) argv.push(arg);
+      writeItem(argv, target.batchId, target.args);
     }
   }
 
   done(reply: readonly unknown[], offset: number, sentAt: number): void {
     this.engine.groupAnswered(this, reply, offset, sentAt);
   }
-
-  fail(error: Error): void {
-    this.engine.failed(this, error);
-  }
-
-  expire(): void {
-    this.engine.expired(this);
-  }
 }
 
 /** One `reset` in flight: the key's DEL, then the namespace's new reset epoch. */
-class ResetCall implements DeadlineEntry, BatchRequest {
-  deadline = 0;
-  settled = false;
+class ResetCall extends InFlight {
   readonly op = 'r' as const;
   readonly size = 1;
   readonly script = undefined;
   readonly args = NO_ARGS;
 
   constructor(
-    readonly engine: Engine,
+    engine: Engine,
     readonly key: string,
     readonly localKey: string,
     readonly resolve: (existed: boolean) => void,
-    readonly reject: (error: Error) => void,
-  ) {}
+    reject: (error: Error) => void,
+  ) {
+    super(engine, reject);
+  }
 
   write(keys: string[], argv: string[]): void {
     keys.push(this.key);
@@ -307,17 +321,9 @@ class ResetCall implements DeadlineEntry, BatchRequest {
   done(reply: readonly unknown[], offset: number): void {
     this.engine.deleted(this, reply[offset] === 1);
   }
-
-  fail(error: Error): void {
-    this.engine.failed(this, error);
-  }
-
-  expire(): void {
-    this.engine.expired(this);
-  }
 }
 
-type AnyCall = Call | GroupCall | ResetCall;
+type AnyCall = InFlight;
 
 /** The limiter's state, shared with its calls. */
 class Engine {
