@@ -38,6 +38,25 @@ describe('scope → key, scheme v2 (S10, S21, S23)', () => {
     assert.equal(longest.length, 154);
   });
 
+  it('case C02 (item 3): every key of one takeAll has the same hash tag, braces in ids or not', () => {
+    // Redis Cluster hashes what lies between the key's first `{` and the next `}`.
+    const hashTag = (k: string) => {
+      const open = k.indexOf('{');
+      const close = k.indexOf('}', open + 1);
+      return close > open + 1 ? k.slice(open + 1, close) : k;
+    };
+    for (const tenant of ['ten{ant}x', '{}', '}{', 'plain']) {
+      const keys = [
+        key(tenant),
+        key(tenant, '{route}'),
+        key(tenant, 'r', '{user}'),
+        scopeKey('rate', fixedWindow({ limit: 1, windowMs: 1, name: 'x' }).id, tenant, '}', '{'),
+      ];
+      assert.equal(new Set(keys.map(hashTag)).size, 1, tenant);
+      assert.equal(hashTag(keys[0] as string), tenantTag(tenant).slice(1, -1));
+    }
+  });
+
   it('every key of one tenant carries the same hash tag (one Cluster slot)', () => {
     const tag = tenantTag('acme');
     const other = fixedWindow({ limit: 5, windowMs: 1000, name: 'other' });
