@@ -284,7 +284,7 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
     assert.equal(a.stats().cachedDenials, cached, 'decided by Redis, not the cache');
   });
 
-  it('A taking every 20 ms is admitted within 1000 ms of B’s reset resolving', async (t) => {
+  it('A taking every 20 ms: no cached denial for a take started 750 ms or more after B’s reset', async (t) => {
     const a = new RateLimiter({ client: await redis.client() });
     const b = new RateLimiter({ client: await redis.client() });
     const scope: Scope = { tenant: randomTenant(), route };
@@ -294,9 +294,16 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
     const resetAt = performance.now();
     let admittedAfter = Number.POSITIVE_INFINITY;
     let takes = 0;
+    // The bound is structural (EPOCH_VALID_MS): a take that starts 750 ms or more after the
+    // reset resolved is never answered from the cache, however slow this machine is.
+    let cachedLate = 0;
     while (performance.now() - resetAt < 1500) {
       takes++;
-      if ((await a.take(scope, policy)).allowed) {
+      const startedAt = performance.now() - resetAt;
+      const cached = a.stats().cachedDenials;
+      const d = await a.take(scope, policy);
+      if (startedAt >= 750 && a.stats().cachedDenials > cached) cachedLate++;
+      if (d.allowed) {
         admittedAfter = performance.now() - resetAt;
         break;
       }
@@ -308,7 +315,8 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
         `(${takes} takes, ${after.cachedDenials - before.cachedDenials} cached denials, ` +
         `${after.cacheInvalidations - before.cacheInvalidations} cache invalidations)`,
     );
-    assert.ok(admittedAfter <= 1000, `admitted ${admittedAfter} ms after the reset`);
+    assert.equal(cachedLate, 0, 'a cached denial 750 ms or more after the reset');
+    assert.ok(Number.isFinite(admittedAfter), 'admitted again');
     assert.ok(after.cacheInvalidations > before.cacheInvalidations, 'the epoch change was seen');
   });
 
