@@ -80,6 +80,13 @@ async function app(
   };
 }
 
+/** POST /orders as `tenant` (a verified token), the whole response left to the caller. */
+const postAs = (url: string, tenant: string) =>
+  fetch(`${url}/orders`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+  });
+
 describe('node:http adapter', () => {
   it('allowed runs the handler; limited → 429 + Retry-After + JSON, handler never run', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
@@ -240,11 +247,7 @@ describe('node:http adapter', () => {
       headers: { legacy: true },
     });
     const tenant = randomTenant();
-    const send = () =>
-      fetch(`${a.url}/orders`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
-      });
+    const send = () => postAs(a.url, tenant);
     const first = await send();
     await first.arrayBuffer();
     assert.equal(first.headers.get('ratelimit-policy'), '"POST/orders";q=2;w=60');
@@ -275,11 +278,7 @@ describe('node:http adapter', () => {
       },
     );
     const tenant = randomTenant();
-    const send = () =>
-      fetch(`${a.url}/orders`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
-      });
+    const send = () => postAs(a.url, tenant);
     const first = await send();
     await first.arrayBuffer();
     assert.equal(first.headers.get('ratelimit-policy'), '"orders-per-minute";q=1;w=60');
