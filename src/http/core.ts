@@ -7,6 +7,10 @@
  *   below 1. A cost that can never fit gets `429` without `Retry-After` (no wait helps).
  * - Limiter failure in fail-closed mode: `503 Service Unavailable` with `Retry-After: 1`,
  *   never a fake `429`: the client has not used up its quota (S16).
+ * - No verified identity: `401 Unauthorized` with a `WWW-Authenticate` challenge.
+ *
+ * Bodies are RFC 9457 problem details (`application/problem+json`); a `429` uses the
+ * `quota-exceeded` problem type of draft-ietf-httpapi-ratelimit-headers.
  */
 import type { Decision } from '../types.js';
 
@@ -30,51 +34,107 @@ export function retryAfterSeconds(delayMs: number): number {
   return Math.max(1, Math.ceil(delayMs / 1000));
 }
 
-const JSON_TYPE = 'application/json; charset=utf-8';
+/** RFC 9457 problem details: the media type of every refusal body. */
+const PROBLEM_TYPE = 'application/problem+json';
 
-/** The `429` response for a denial. */
-export function limitedResponse(decision: Decision): HttpResponseSpec {
+/**
+ * The problem type of draft-ietf-httpapi-ratelimit-headers (§ "Problem Types") for a request
+ * refused because it exceeds one or more quota policies; its extension member
+ * `violated-policies` lists their names.
+ */
+export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+/**
+ * An RFC 9457 problem details body, as JSON text. `type` defaults to `"about:blank"` (the
+ * status code says it all, RFC 9457 §4.2.1). `error` is sluice's stable machine code for
+ * the same outcome, kept for clients that read it.
+ */
+function problem(fields: {
+  type?: string;
+  title: string;
+  status: number;
+  detail: string;
+  error: string;
+  [extension: string]: unknown;
+}): string {
+  return JSON.stringify({ type: 'about:blank', ...fields });
+}
+
+/**
+ * The `429` response for a denial: `Retry-After` and an RFC 9457 body of the draft's
+ * `quota-exceeded` type naming the violated policies. A cost that can never fit gets no
+ * `Retry-After` (no wait helps) and `error: "cost_exceeds_limit"`.
+ *
+ * @param decision The binding denial (for several limits, the one with the longest wait).
+ * @param violatedPolicies The names of the policies that refused (`violated-policies`).
+ */
+export function limitedResponse(
+  decision: Decision,
+  violatedPolicies: readonly string[] = [],
+): HttpResponseSpec {
+  const violated = { 'violated-policies': violatedPolicies };
   if (!Number.isFinite(decision.retryAfterMs)) {
     return {
       status: 429,
-      headers: { 'content-type': JSON_TYPE },
-      body: JSON.stringify({
+      headers: { 'content-type': PROBLEM_TYPE },
+      body: problem({
+        type: QUOTA_EXCEEDED_TYPE,
+        title: 'Request cannot be satisfied as assigned quota has been exceeded',
+        status: 429,
+        detail: 'this request costs more than the rate limit can ever admit',
         error: 'cost_exceeds_limit',
-        message: 'this request costs more than the rate limit can ever admit',
         limit: decision.limit,
+        ...violated,
       }),
     };
   }
   const seconds = retryAfterSeconds(decision.retryAfterMs);
   return {
     status: 429,
-    headers: { 'content-type': JSON_TYPE, 'retry-after': String(seconds) },
-    body: JSON.stringify({
+    headers: { 'content-type': PROBLEM_TYPE, 'retry-after': String(seconds) },
+    body: problem({
+      type: QUOTA_EXCEEDED_TYPE,
+      title: 'Request cannot be satisfied as assigned quota has been exceeded',
+      status: 429,
+      detail: `rate limit exceeded; retry in ${seconds} s`,
       error: 'rate_limited',
-      message: 'rate limit exceeded',
       retryAfterSeconds: seconds,
+      ...violated,
     }),
   };
 }
 
-/** The `503` response for a limiter failure on a fail-closed route. */
+/** The `503` response for a limiter failure on a fail-closed route (never a `429`, S16). */
 export function unavailableResponse(): HttpResponseSpec {
   return {
     status: 503,
-    headers: { 'content-type': JSON_TYPE, 'retry-after': '1' },
-    body: JSON.stringify({
+    headers: { 'content-type': PROBLEM_TYPE, 'retry-after': '1' },
+    body: problem({
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'the rate limiter could not decide; try again shortly',
       error: 'rate_limiter_unavailable',
-      message: 'the rate limiter could not decide; try again shortly',
     }),
   };
 }
 
-/** The `401` response when `identify` found no verified identity. */
-export function unidentifiedResponse(): HttpResponseSpec {
+/**
+ * The `401` response when `identify` found no verified identity, with the
+ * `WWW-Authenticate` challenge that RFC 9110 §15.5.2 requires on every `401`.
+ *
+ * @param challenge The challenge, e.g. `"Bearer"` (RFC 6750) or `'Basic realm="api"'`.
+ *   Default `"Bearer"`.
+ */
+export function unidentifiedResponse(challenge = 'Bearer'): HttpResponseSpec {
   return {
     status: 401,
-    headers: { 'content-type': JSON_TYPE },
-    body: JSON.stringify({ error: 'unauthenticated', message: 'no verified identity' }),
+    headers: { 'content-type': PROBLEM_TYPE, 'www-authenticate': challenge },
+    body: problem({
+      title: 'Unauthorized',
+      status: 401,
+      detail: 'no verified identity',
+      error: 'unauthenticated',
+    }),
   };
 }
 
@@ -95,11 +155,109 @@ export interface HeaderOptions {
   readonly legacy?: boolean;
 }
 
+/** One policy's part of the rate-limit headers (see {@link rateLimitHeaderList}). */
+export interface QuotaReport {
+  /** The policy's name in the headers (a Structured Field string). */
+  readonly name: string;
+  /** The quota `q`: units per `quotaWindowMs`. */
+  readonly limit: number;
+  /** The time over which `limit` is allotted, in ms (`w`, rounded up to seconds). */
+  readonly quotaWindowMs: number;
+  /**
+   * The decision for this policy; absent when it was not evaluated (a refusal from the
+   * local denial cache): the policy is then advertised in `RateLimit-Policy` only.
+   */
+  readonly decision?: Decision;
+}
+
+/** The largest Structured Field integer (RFC 8941 §3.3.1: at most 15 digits). */
+const MAX_SF_INTEGER = 999_999_999_999_999;
+
+/** An integer as a Structured Field integer: never above 15 digits, never negative. */
+const sfInteger = (value: number): number =>
+  Math.min(MAX_SF_INTEGER, Math.max(0, Math.floor(value)));
+
+/** A name as a Structured Field string, with characters it cannot hold replaced by `_`. */
+const sfString = (name: string): string =>
+  JSON.stringify(name.replace(/[^\x20-\x7e]|["\\]/g, '_'));
+
 /**
- * The rate-limit headers of a decision, for any policy: the quota is `decision.limit` per
- * `quotaWindowMs` (rounded up to seconds); `r` is `remaining`; `t` / `Reset` is the delta in
- * seconds until the scope is clean again — on a denial, the same instant as `Retry-After`.
- * Sent only with a real decision: a limiter failure never invents values.
+ * Delta seconds to a clean state: on a denial the `Retry-After` instant; else (or when no
+ * wait helps) when the scope is back to its full quota.
+ */
+function resetSecondsOf(decision: Decision): number {
+  return !decision.allowed && decision.retryAfterMs > 0 && Number.isFinite(decision.retryAfterMs)
+    ? retryAfterSeconds(decision.retryAfterMs)
+    : Math.ceil(Math.max(decision.resetMs, 0) / 1000);
+}
+
+/**
+ * The rate-limit headers of one or more policies, in the List syntax of
+ * draft-ietf-httpapi-ratelimit-headers-08 and later: every policy in `RateLimit-Policy`
+ * (`"name";q=…;w=…, "other";q=…;w=…`) and each decided one in `RateLimit`
+ * (`"name";r=…;t=…, …`) — `q` the quota, `w` its window in seconds, `r` the units left,
+ * `t` delta seconds to a clean state (on a denial, the `Retry-After` instant). Every value
+ * is a valid Structured Field item: names are quoted strings, integers have at most 15 digits
+ * (policy builders refuse limits above that, so nothing is ever capped in practice).
+ *
+ * The legacy `X-RateLimit-*` fields hold one policy: the most restrictive decided one (the
+ * longest wait when refused, else the fewest units left).
+ */
+export function rateLimitHeaderList(
+  reports: readonly QuotaReport[],
+  options: HeaderOptions = {},
+): Record<string, string> {
+  const headers: Record<string, string> = {};
+  if (options.standard ?? true) {
+    const policies: string[] = [];
+    const states: string[] = [];
+    for (const report of reports) {
+      const name = sfString(report.name);
+      const w = Math.max(1, Math.ceil(report.quotaWindowMs / 1000));
+      policies.push(`${name};q=${sfInteger(report.limit)};w=${sfInteger(w)}`);
+      if (report.decision !== undefined) {
+        const { remaining } = report.decision;
+        states.push(
+          `${name};r=${sfInteger(remaining)};t=${sfInteger(resetSecondsOf(report.decision))}`,
+        );
+      }
+    }
+    if (policies.length > 0) headers['ratelimit-policy'] = policies.join(', ');
+    if (states.length > 0) headers.ratelimit = states.join(', ');
+  }
+  if (options.legacy === true) {
+    const binding = mostRestrictive(reports);
+    if (binding?.decision !== undefined) {
+      headers['x-ratelimit-limit'] = String(sfInteger(binding.limit));
+      headers['x-ratelimit-remaining'] = String(sfInteger(binding.decision.remaining));
+      headers['x-ratelimit-reset'] = String(sfInteger(resetSecondsOf(binding.decision)));
+    }
+  }
+  return headers;
+}
+
+/** The decided report that binds hardest: the longest wait, else the fewest units left. */
+function mostRestrictive(reports: readonly QuotaReport[]): QuotaReport | undefined {
+  let best: QuotaReport | undefined;
+  for (const report of reports) {
+    const d = report.decision;
+    if (d === undefined) continue;
+    const b = best?.decision;
+    if (
+      b === undefined ||
+      d.retryAfterMs > b.retryAfterMs ||
+      (d.retryAfterMs === b.retryAfterMs && d.remaining < b.remaining)
+    ) {
+      best = report;
+    }
+  }
+  return best;
+}
+
+/**
+ * The rate-limit headers of one decision (see {@link rateLimitHeaderList}): the quota is
+ * `decision.limit` per `quotaWindowMs`. Sent only with a real decision: a limiter failure
+ * never invents values.
  */
 export function rateLimitHeaders(
   decision: Decision,
@@ -107,21 +265,8 @@ export function rateLimitHeaders(
   quotaWindowMs: number,
   options: HeaderOptions = {},
 ): Record<string, string> {
-  const headers: Record<string, string> = {};
-  const resetSeconds =
-    !decision.allowed && Number.isFinite(decision.retryAfterMs)
-      ? retryAfterSeconds(decision.retryAfterMs)
-      : Math.ceil(Math.max(decision.resetMs, 0) / 1000);
-  if (options.standard ?? true) {
-    const name = JSON.stringify(policyName.replace(/[^\x20-\x7e]|["\\]/g, '_'));
-    headers['ratelimit-policy'] =
-      `${name};q=${decision.limit};w=${Math.max(1, Math.ceil(quotaWindowMs / 1000))}`;
-    headers.ratelimit = `${name};r=${decision.remaining};t=${resetSeconds}`;
-  }
-  if (options.legacy === true) {
-    headers['x-ratelimit-limit'] = String(decision.limit);
-    headers['x-ratelimit-remaining'] = String(decision.remaining);
-    headers['x-ratelimit-reset'] = String(resetSeconds);
-  }
-  return headers;
+  return rateLimitHeaderList(
+    [{ name: policyName, limit: decision.limit, quotaWindowMs, decision }],
+    options,
+  );
 }

@@ -1,29 +1,39 @@
 /**
- * The framework-free guard of one route: verified identity → `take` → outcome, with
- * fail-closed / fail-open, shadow mode, outcome counts and events. Adapters (`node.ts`,
- * `fetch.ts`) only turn its verdict into their framework's response.
+ * The framework-free guard of one route: skip? → verified identity → the route's limits
+ * (one policy, stacked policies, or a plan chosen per tenant) → one `take` or one atomic
+ * `takeAll` → outcome, with fail-closed / fail-open, shadow mode, outcome counts, events and
+ * shaped refusals. Adapters only turn its verdict into their framework's response.
  */
-import { isPolicy, MAX_WINDOW_MS, type Policy } from '../algorithms/policy.js';
+import type { Policy } from '../algorithms/policy.js';
+import { MAX_WINDOW_MS } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import type { RateLimiter } from '../limiter.js';
-import type { Decision } from '../types.js';
-import { optionalPositiveInteger, positiveSafeInteger } from '../validate.js';
+import type { Decision, Scope, TakeAllItem } from '../types.js';
+import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../validate.js';
 import {
   type FailureMode,
   type HeaderOptions,
   type HttpResponseSpec,
   limitedResponse,
-  rateLimitHeaders,
+  type QuotaReport,
+  rateLimitHeaderList,
+  retryAfterSeconds,
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
+import {
+  type LimitsOption,
+  needsUser,
+  type ResolvedLimit,
+  resolveLimits,
+} from './limits.js';
 import { LocalWindow } from './local-window.js';
 
 /** What happened to one request at the limiter; every outcome is counted. */
 export type HttpOutcome =
-  /** Admitted by the shared limit. */
+  /** Admitted by the shared limits. */
   | 'allowed'
-  /** Denied by the shared limit: 429. */
+  /** Denied by a shared limit: 429. */
   | 'limited'
   /** Limiter failed, route is fail-closed: 503. */
   | 'fail-closed'
@@ -31,41 +41,124 @@ export type HttpOutcome =
   | 'fail-open'
   /** Limiter failed, route is fail-open, and the local fallback limit was reached: 503. */
   | 'fail-open-limited'
-  /** `identify` found no verified identity: 401. */
-  | 'unidentified';
+  /** `identify` (or `user`, where a limit needs one) found no verified identity: 401. */
+  | 'unidentified'
+  /** `skip(req)` said so: passed without a decision, nothing spent. */
+  | 'skipped';
 
 /** One outcome, for logs and metrics. Carries no tenant id: log it only where allowed. */
 export interface HttpOutcomeEvent {
   readonly outcome: HttpOutcome;
+  /** The route template that names the quota. */
   readonly route: string;
-  /** The policy's name (see `Policy.name`). */
+  /**
+   * The policy's name (see `Policy.name`): on `limited`, the policy that bound (the longest
+   * wait); otherwise the route's first policy. Empty when the policies were not known yet
+   * (`skipped`, or `unidentified` before a plan was chosen).
+   */
   readonly policy: string;
-  /** The decision, for `allowed` and `limited`. */
+  /** Every policy the request met, in order (empty when not known yet). */
+  readonly policies: readonly string[];
+  /** The decision of `policy`, for `allowed` and `limited`. */
   readonly decision?: Decision;
+  /** Every policy's decision, in the order of `policies`, for `allowed` and `limited`. */
+  readonly decisions?: readonly Decision[];
   /** The limiter's error, for the failure outcomes. */
   readonly error?: unknown;
   /** True on a shadow (record-only) route: the request went through whatever the outcome. */
   readonly shadow?: boolean;
 }
 
+/**
+ * A change to a refusal the guard makes: `body` replaces the body; `headers` are added
+ * (`content-type` among them, to match a new body). The status, `Retry-After` and the
+ * RateLimit fields stay the guard's.
+ */
+export interface ResponseChange {
+  readonly body?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/** What a `responses.limited` hook gets. */
+export interface LimitedResponseContext<Req> {
+  readonly req: Req;
+  readonly route: string;
+  /** `Retry-After` in seconds, or `undefined` when no wait helps (a cost that never fits). */
+  readonly retryAfterSeconds: number | undefined;
+  /** The names of the policies that refused. */
+  readonly violatedPolicies: readonly string[];
+  /** Every policy's decision, in the route's order. */
+  readonly decisions: readonly Decision[];
+  /** The guard's own `429`. */
+  readonly response: HttpResponseSpec;
+}
+
+/** What a `responses.unavailable` hook gets. */
+export interface UnavailableResponseContext<Req> {
+  readonly req: Req;
+  readonly route: string;
+  /** The limiter's error. */
+  readonly error: unknown;
+  /** The guard's own `503`. */
+  readonly response: HttpResponseSpec;
+}
+
+/** What a `responses.unidentified` hook gets. */
+export interface UnidentifiedResponseContext<Req> {
+  readonly req: Req;
+  readonly route: string;
+  /** The guard's own `401`. */
+  readonly response: HttpResponseSpec;
+}
+
+/**
+ * Hooks that shape the refusals (e.g. your API's error format). Each returns a
+ * {@link ResponseChange}, or `undefined` for the guard's own response (RFC 9457 problem
+ * details). A hook that throws is reported as a process warning and the guard's own response
+ * is sent: the refusal itself never changes.
+ */
+export interface ResponseHooks<Req> {
+  readonly limited?: (context: LimitedResponseContext<Req>) => ResponseChange | undefined;
+  readonly unavailable?: (context: UnavailableResponseContext<Req>) => ResponseChange | undefined;
+  readonly unidentified?: (
+    context: UnidentifiedResponseContext<Req>,
+  ) => ResponseChange | undefined;
+}
+
 /** Options of a route's guard, for a framework's request type `Req`. */
 export interface GuardOptions<Req> {
   readonly limiter: RateLimiter;
-  /** The server-side policy of this route (S3). */
-  readonly policy: Policy;
+  /**
+   * The route's server-side limits (S3): a policy; an array of them (stacked limits,
+   * decided at once with `takeAll`: all or nothing); `{ policy, per }` for a limit on the
+   * whole tenant or one user (see `LimitScope`); or a function `(req, tenant) => …` of
+   * those, for plans and per-tenant overrides, checked on every request.
+   */
+  readonly policy: LimitsOption<Req>;
   /**
    * The route template that names the quota, e.g. `"POST/orders"` — never the raw URL
    * (S1): a string, or a function of the request that returns the framework's route
-   * template (as the Express adapter does with `req.route.path`).
+   * template (as the Express adapter does).
    */
   readonly route: string | ((req: Req) => string);
   /**
    * The verified tenant of the request, from the authenticated session (S2), or
    * `undefined` when there is none (answered `401`). Never a header or field the client
-   * writes. May be async.
+   * writes. May be async. To limit anonymous requests instead of refusing them, return a
+   * fixed tenant for them (one shared quota) or the client address (`clientAddressOf`).
    */
   readonly identify: (req: Req) => string | undefined | Promise<string | undefined>;
-  /** Units this request costs: a number or a function of the request. Default 1. */
+  /**
+   * The verified user of the request inside its tenant, for limits with `per: "user"` or
+   * `"route-user"`; `undefined` (no user) is answered `401` on those routes. May be async.
+   */
+  readonly user?: (req: Req) => string | undefined | Promise<string | undefined>;
+  /**
+   * Requests that pass without a decision (health checks, internal callers): counted as
+   * `skipped`, nothing spent, no headers. Called first, before `identify`. May be async.
+   */
+  readonly skip?: (req: Req) => boolean | Promise<boolean>;
+  /** Units this request costs, on every limit: a number or a function of the request. Default 1. */
   readonly cost?: number | ((req: Req) => number);
   /**
    * When the limiter fails: `"fail-closed"` (default) answers `503` + `Retry-After: 1`;
@@ -73,13 +166,13 @@ export interface GuardOptions<Req> {
    */
   readonly failureMode?: FailureMode;
   /**
-   * Required with `"fail-open"`: units per tenant per policy window that this replica
+   * Required with `"fail-open"`: units per tenant per route per window that this replica
    * admits on its own while the limiter fails (a positive safe integer). Over it: `503`.
    */
   readonly failOpenLimit?: number;
   /**
    * Window of the local fallback in ms: an integer from 1 to 315,360,000,000. Default: the
-   * policy's `windowMs`, else 1000.
+   * `windowMs` of the route's first policy when `policy` is fixed and has one, else 1000.
    */
   readonly failOpenWindowMs?: number;
   /**
@@ -103,11 +196,39 @@ export interface GuardOptions<Req> {
   readonly shadowHeader?: string;
   /**
    * Rate-limit headers on decided responses (admitted and `429`): `HeaderOptions`, or
-   * `false` for none. Default: the IETF `RateLimit-Policy` / `RateLimit` fields. Never sent
-   * when the limiter failed (no invented values) nor in shadow mode.
+   * `false` for none. Default: the IETF `RateLimit-Policy` / `RateLimit` fields, one list
+   * item per policy. Never sent when the limiter failed (no invented values) nor in shadow
+   * mode.
    */
   readonly headers?: HeaderOptions | false;
+  /** Hooks that shape the `429`, `503` and `401` bodies (see {@link ResponseHooks}). */
+  readonly responses?: ResponseHooks<Req>;
+  /**
+   * The `WWW-Authenticate` challenge of the `401` (RFC 9110 §11.6.1), e.g.
+   * `'Bearer realm="api"'`. Default `"Bearer"`.
+   */
+  readonly wwwAuthenticate?: string;
 }
+
+/** The option names `createGuard` knows; any other is a misspelling and refused. */
+export const GUARD_OPTION_KEYS: readonly string[] = [
+  'limiter',
+  'policy',
+  'route',
+  'identify',
+  'user',
+  'skip',
+  'cost',
+  'failureMode',
+  'failOpenLimit',
+  'failOpenWindowMs',
+  'onOutcome',
+  'shadow',
+  'shadowHeader',
+  'headers',
+  'responses',
+  'wwwAuthenticate',
+];
 
 /** What the guard decided for one request. */
 export type GuardVerdict =
@@ -122,16 +243,27 @@ export type Guard<Req> = ((req: Req) => Promise<GuardVerdict>) & {
   readonly counts: Readonly<Record<HttpOutcome, number>>;
 };
 
+/** A printable header value: no control characters (so no CR/LF injection). */
+const HEADER_VALUE = /^[\x20-\x7e]{1,256}$/;
+
 /**
  * Makes the guard of one route. Answers before any handler work: `429` when limited, `503`
  * when the limiter failed on a fail-closed route, `401` without an identity.
  *
- * @throws {InvalidInputError} for a missing limiter, policy, route or identify, a numeric
+ * @throws {InvalidInputError} for an unknown option, a missing limiter, route or identify,
+ *   invalid fixed limits (see `resolveLimits`), per-user limits without `user`, a numeric
  *   `cost` that is not a positive safe integer, `"fail-open"` without a valid
- *   `failOpenLimit` / with an invalid `failOpenWindowMs`, or a malformed `shadowHeader`.
+ *   `failOpenLimit` / with an invalid `failOpenWindowMs`, a malformed `shadowHeader` or
+ *   `wwwAuthenticate`, or a hook that is not a function. At request time, an invalid answer of
+ *   a `policy`, `route` or `cost` function rejects the guard's promise with an
+ *   `InvalidInputError` (the adapters pass it to the framework's error handling: `500`).
  */
 export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
-  const { limiter, policy, identify, onOutcome } = options;
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('options', 'an object', options);
+  }
+  rejectUnknownKeys(options, GUARD_OPTION_KEYS, 'options');
+  const { limiter, identify, onOutcome, skip } = options;
   const routeOf = options.route;
   if (typeof limiter?.take !== 'function') {
     throw new InvalidInputError('limiter', 'a RateLimiter', limiter);
@@ -146,8 +278,23 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
   }
-  if (!isPolicy(policy)) {
-    throw new InvalidInputError('policy', 'a policy from a builder such as fixedWindow()', policy);
+  for (const name of ['user', 'skip', 'onOutcome'] as const) {
+    const hook = options[name];
+    if (hook !== undefined && typeof hook !== 'function') {
+      throw new InvalidInputError(name, 'a function', hook);
+    }
+  }
+  const userOf = options.user;
+  const policyOption = options.policy;
+  // Fixed limits are checked once, here; a function's answer on every request.
+  const fixedLimits =
+    typeof policyOption === 'function' ? undefined : resolveLimits(policyOption, 'policy');
+  if (fixedLimits !== undefined && needsUser(fixedLimits) && userOf === undefined) {
+    throw new InvalidInputError(
+      'user',
+      'a function of the request, for limits with per "user" or "route-user"',
+      undefined,
+    );
   }
   const costOf = options.cost ?? 1;
   if (typeof costOf !== 'function') positiveSafeInteger('cost', costOf);
@@ -165,10 +312,11 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
         limit,
       );
     }
+    const first = fixedLimits?.[0]?.policy as { windowMs?: number } | undefined;
     const windowMs = optionalPositiveInteger(
       'failOpenWindowMs',
       options.failOpenWindowMs,
-      (policy as { windowMs?: number }).windowMs ?? 1000,
+      first?.windowMs ?? 1000,
       MAX_WINDOW_MS,
     );
     fallback = new LocalWindow(limit, windowMs);
@@ -180,6 +328,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     'fail-open': 0,
     'fail-open-limited': 0,
     unidentified: 0,
+    skipped: 0,
   };
   const shadow = options.shadow === true;
   const shadowHeader = options.shadowHeader;
@@ -193,72 +342,257 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
       shadowHeader,
     );
   }
+  const challenge = options.wwwAuthenticate ?? 'Bearer';
+  if (typeof challenge !== 'string' || !HEADER_VALUE.test(challenge)) {
+    throw new InvalidInputError(
+      'wwwAuthenticate',
+      'a challenge of 1–256 printable ASCII characters, e.g. \'Bearer realm="api"\'',
+      challenge,
+    );
+  }
+  const hooks = options.responses ?? {};
+  if (typeof hooks !== 'object' || hooks === null) {
+    throw new InvalidInputError('responses', 'an object of hooks', hooks);
+  }
+  rejectUnknownKeys(hooks, ['limited', 'unavailable', 'unidentified'], 'responses');
+  for (const name of ['limited', 'unavailable', 'unidentified'] as const) {
+    if (hooks[name] !== undefined && typeof hooks[name] !== 'function') {
+      throw new InvalidInputError(`responses.${name}`, 'a function', hooks[name]);
+    }
+  }
   // Shared by every request: frozen, so one request's code cannot add a header to another's.
   const PASS: GuardVerdict = Object.freeze({ pass: true, headers: Object.freeze({}) });
   const headerOptions = options.headers ?? {};
-  // The quota's name in the headers: the policy's own name when it was given one, else the
-  // route template (a derived name describes parameters, not the quota).
-  const headersOf = (decision: Decision, route: string): Record<string, string> =>
-    headerOptions === false
-      ? {}
-      : rateLimitHeaders(
-          decision,
-          policy.named ? policy.name : route,
-          policy.quotaWindowMs,
-          headerOptions,
-        );
-  const withHeaders = (decision: Decision, route: string): GuardVerdict =>
-    headerOptions === false ? PASS : { pass: true, headers: headersOf(decision, route) };
   /** In shadow mode: let the request through, marked with the would-be decision. */
   const passInShadow = (wouldBe: 'allowed' | 'limited' | 'unavailable'): GuardVerdict =>
     shadowHeader === undefined ? PASS : { pass: true, headers: { [shadowHeader]: wouldBe } };
-  const record = (event: Omit<HttpOutcomeEvent, 'policy'>) => {
+  const warn = (what: string, error: unknown) =>
+    process.emitWarning(`sluice ${what} threw: ${String(error)}`, {
+      code: 'SLUICE_OBSERVER_ERROR',
+    });
+  const record = (event: HttpOutcomeEvent) => {
     counts[event.outcome]++;
     if (onOutcome === undefined) return;
     try {
-      onOutcome({ ...event, policy: policy.name });
+      onOutcome(event);
     } catch (error) {
       // A broken observer must not change the answer (the quota is already spent).
-      process.emitWarning(`sluice onOutcome threw: ${String(error)}`, {
-        code: 'SLUICE_OBSERVER_ERROR',
-      });
+      warn('onOutcome', error);
     }
+  };
+  /** Applies a hook's change to a refusal; the status and `keep` headers stay the guard's. */
+  const shape = <C extends { response: HttpResponseSpec }>(
+    name: keyof ResponseHooks<Req>,
+    context: C,
+    keep: readonly string[],
+  ): HttpResponseSpec => {
+    const hook = hooks[name] as ((context: C) => ResponseChange | undefined) | undefined;
+    const { response } = context;
+    if (hook === undefined) return response;
+    let change: ResponseChange | undefined;
+    try {
+      change = hook(context);
+    } catch (error) {
+      warn(`responses.${name}`, error);
+      return response;
+    }
+    if (change === undefined || change === null) return response;
+    const headers: Record<string, string> = { ...response.headers };
+    for (const [header, value] of Object.entries(change.headers ?? {})) {
+      const lower = header.toLowerCase();
+      if (!keep.includes(lower)) headers[lower] = value;
+    }
+    return {
+      status: response.status,
+      headers,
+      body: typeof change.body === 'string' ? change.body : response.body,
+    };
+  };
+  const unidentified = (req: Req, route: string, policies: readonly string[]): GuardVerdict => {
+    record({ outcome: 'unidentified', route, policy: policies[0] ?? '', policies });
+    const response = shape(
+      'unidentified',
+      { req, route, response: unidentifiedResponse(challenge) },
+      [],
+    );
+    return { pass: false, response };
   };
 
   const guard = async (req: Req): Promise<GuardVerdict> => {
-    const route = typeof routeOf === 'function' ? routeOf(req) : routeOf;
+    if (skip !== undefined && (await skip(req)) === true) {
+      let route = '';
+      try {
+        route = routeText(req);
+      } catch {
+        // A skipped request needs no route; an unknowable one is left out of its event.
+      }
+      record({ outcome: 'skipped', route, policy: '', policies: [] });
+      return PASS;
+    }
+    const route = routeText(req);
     const tenant = await identify(req);
-    if (typeof tenant !== 'string' || tenant.length === 0) {
-      record({ outcome: 'unidentified', route });
-      return { pass: false, response: unidentifiedResponse() };
+    if (typeof tenant !== 'string' || tenant.length === 0) return unidentified(req, route, []);
+    const limits =
+      fixedLimits ??
+      resolveLimits(
+        await (policyOption as (req: Req, tenant: string) => unknown)(req, tenant),
+        'policy (the answer of the policy function)',
+      );
+    const names = limits.map((limit) => labelOf(limit, route, limits.length));
+    let user: string | undefined;
+    if (needsUser(limits)) {
+      if (userOf === undefined) {
+        throw new InvalidInputError(
+          'user',
+          'a function of the request, for limits with per "user" or "route-user"',
+          undefined,
+        );
+      }
+      user = await userOf(req);
+      if (typeof user !== 'string' || user.length === 0) return unidentified(req, route, names);
     }
     const cost = typeof costOf === 'function' ? costOf(req) : costOf;
-    let decision: Decision;
+    let decisions: readonly Decision[];
+    let cached = false;
     try {
-      decision = await limiter.take({ tenant, route }, policy, { cost });
+      if (limits.length === 1) {
+        const only = limits[0] as ResolvedLimit;
+        decisions = [await limiter.take(scopeOf(only, tenant, route, user), only.policy, { cost })];
+      } else {
+        const items: TakeAllItem[] = limits.map((limit) => ({
+          scope: scopeOf(limit, tenant, route, user),
+          policy: limit.policy,
+          cost,
+        }));
+        const result = await limiter.takeAll(items);
+        decisions = result.decisions;
+        cached = result.cached;
+      }
     } catch (error) {
       // Bad input is a programming error, not an outage: never mask it as fail-open.
       if (isSluiceError(error, 'SLUICE_INVALID_INPUT')) throw error;
+      const failure = { route, policy: names[0] ?? '', policies: names, error, shadow };
       if (fallback?.take(`${tenant}\u0000${route}`, cost)) {
-        record({ outcome: 'fail-open', route, error, shadow });
+        record({ outcome: 'fail-open', ...failure });
         return shadow ? passInShadow('unavailable') : PASS;
       }
-      record({ outcome: fallback ? 'fail-open-limited' : 'fail-closed', route, error, shadow });
-      return shadow
-        ? passInShadow('unavailable')
-        : { pass: false, response: unavailableResponse() };
+      record({ outcome: fallback ? 'fail-open-limited' : 'fail-closed', ...failure });
+      if (shadow) return passInShadow('unavailable');
+      const response = shape(
+        'unavailable',
+        { req, route, error, response: unavailableResponse() },
+        ['retry-after'],
+      );
+      return { pass: false, response };
     }
-    if (decision.allowed) {
-      record({ outcome: 'allowed', route, decision, shadow });
-      return shadow ? passInShadow('allowed') : withHeaders(decision, route);
+    const allowed = decisions.every((decision) => decision.allowed);
+    // The binding policy: on a refusal the one with the longest wait, else the first.
+    let bound = 0;
+    if (!allowed) {
+      for (let i = 1; i < decisions.length; i++) {
+        if ((decisions[i] as Decision).retryAfterMs > (decisions[bound] as Decision).retryAfterMs)
+          bound = i;
+      }
     }
-    record({ outcome: 'limited', route, decision, shadow });
-    if (shadow) return passInShadow('limited');
-    const response = limitedResponse(decision);
-    return {
-      pass: false,
-      response: { ...response, headers: { ...response.headers, ...headersOf(decision, route) } },
+    const outcome = {
+      route,
+      policy: names[bound] as string,
+      policies: names,
+      decision: decisions[bound] as Decision,
+      decisions,
+      shadow,
     };
+    if (allowed) {
+      record({ outcome: 'allowed', ...outcome });
+      if (shadow) return passInShadow('allowed');
+      if (headerOptions === false) return PASS;
+      return { pass: true, headers: headersOf(limits, names, decisions, cached) };
+    }
+    record({ outcome: 'limited', ...outcome });
+    if (shadow) return passInShadow('limited');
+    // A refusal's violators: every policy that must wait (a refused takeAll reports the
+    // policies that would have fitted with no wait).
+    const violated = names.filter((_, i) => (decisions[i] as Decision).retryAfterMs > 0);
+    const binding = decisions[bound] as Decision;
+    const own = limitedResponse(binding, violated);
+    const rateLimit =
+      headerOptions === false ? {} : headersOf(limits, names, decisions, cached);
+    const response = shape(
+      'limited',
+      {
+        req,
+        route,
+        retryAfterSeconds: Number.isFinite(binding.retryAfterMs)
+          ? retryAfterSeconds(binding.retryAfterMs)
+          : undefined,
+        violatedPolicies: violated,
+        decisions,
+        response: { ...own, headers: { ...own.headers, ...rateLimit } },
+      },
+      ['retry-after', ...Object.keys(rateLimit)],
+    );
+    return { pass: false, response };
   };
+
+  /** The route template of a request, checked: a function's answer may be anything. */
+  function routeText(req: Req): string {
+    const route = typeof routeOf === 'function' ? routeOf(req) : routeOf;
+    if (typeof route !== 'string' || route.length === 0) {
+      throw new InvalidInputError('route', 'a non-empty route template from options.route', route);
+    }
+    return route;
+  }
+
+  /** The RateLimit fields: every policy advertised; a decision only where one was made. */
+  function headersOf(
+    limits: readonly ResolvedLimit[],
+    names: readonly string[],
+    decisions: readonly Decision[],
+    cached: boolean,
+  ): Record<string, string> {
+    if (headerOptions === false) return {};
+    const reports: QuotaReport[] = limits.map((limit, i) => {
+      const decision = decisions[i] as Decision;
+      return {
+        name: names[i] as string,
+        limit: limit.policy.limit,
+        quotaWindowMs: limit.policy.quotaWindowMs,
+        // A cached refusal evaluated only the policies it held (those that must wait).
+        ...(cached && decision.retryAfterMs === 0 ? {} : { decision }),
+      };
+    });
+    return rateLimitHeaderList(reports, headerOptions);
+  }
+
   return Object.assign(guard, { counts });
+}
+
+/** The scope a limit counts on (see `LimitScope`). */
+function scopeOf(
+  limit: ResolvedLimit,
+  tenant: string,
+  route: string,
+  user: string | undefined,
+): Scope {
+  switch (limit.per) {
+    case 'tenant':
+      return { tenant };
+    case 'user':
+      return { tenant, user: user as string };
+    case 'route-user':
+      return { tenant, route, user: user as string };
+    default:
+      return { tenant, route };
+  }
+}
+
+/**
+ * A limit's name in the headers and events: the policy's own name when it was given one;
+ * else the route template for a route's only limit (what the quota is for), else the
+ * policy's derived name (which tells its parameters apart).
+ */
+function labelOf(limit: ResolvedLimit, route: string, count: number): string {
+  const policy: Policy = limit.policy;
+  if (policy.named) return policy.name;
+  return count === 1 && limit.per === 'route' ? route : policy.name;
 }

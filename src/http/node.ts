@@ -63,13 +63,14 @@ export function withRateLimit(
 ): ((req: IncomingMessage, res: ServerResponse) => void) & {
   readonly counts: Readonly<Record<HttpOutcome, number>>;
 } {
-  const guard = nodeRateLimit(options);
+  const { onError, ...guardOptions } = options;
+  const guard = nodeRateLimit(guardOptions);
   const listener = (req: IncomingMessage, res: ServerResponse): void => {
     guard(req, res)
       .then((admitted) => (admitted ? handler(req, res) : undefined))
       .catch((error: unknown) => {
         try {
-          options.onError?.(error);
+          onError?.(error);
         } catch {
           // The 500 below is the answer either way.
         }

@@ -165,6 +165,7 @@ describe('what users see', () => {
       'fail-open': 0,
       'fail-open-limited': 0,
       unidentified: 0,
+      skipped: 0,
     });
   });
 
