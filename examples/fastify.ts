@@ -1,5 +1,6 @@
 import Fastify, { type FastifyRequest } from 'fastify';
-import { createRedisClient, fastifyRateLimit, fixedWindow, RateLimiter } from 'sluice';
+import { createRedisClient, fixedWindow, RateLimiter } from 'sluice';
+import { fastifyRateLimit } from 'sluice/fastify'; // Fastify's types, typed config.rateLimit
 
 const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client });

@@ -6,6 +6,9 @@ export {
   type HeaderOptions,
   type HttpResponseSpec,
   limitedResponse,
+  QUOTA_EXCEEDED_TYPE,
+  type QuotaReport,
+  rateLimitHeaderList,
   rateLimitHeaders,
   retryAfterSeconds,
   unavailableResponse,
@@ -19,10 +22,14 @@ export {
   expressRoute,
 } from './express.js';
 export {
+  type FastifyInstanceLike,
   type FastifyRateLimitOptions,
+  type FastifyRateLimitPlugin,
+  type FastifyReplyLike,
+  type FastifyRequestLike,
   type FastifyRouteRateLimit,
   fastifyRateLimit,
-} from './fastify.js';
+} from './fastify-plugin.js';
 export {
   type FetchRateLimit,
   type FetchRateLimitOptions,
@@ -34,7 +41,19 @@ export {
   type Guard,
   type GuardOptions,
   type GuardVerdict,
+  type LimitedResponseContext,
+  type ResponseChange,
+  type ResponseHooks,
+  type UnavailableResponseContext,
+  type UnidentifiedResponseContext,
 } from './guard.js';
+export type {
+  Limit,
+  LimitScope,
+  Limits,
+  LimitsOption,
+  ScopedLimit,
+} from './limits.js';
 export { LocalWindow } from './local-window.js';
 export {
   type HttpOutcome,

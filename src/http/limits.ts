@@ -44,9 +44,7 @@ export type Limits = Limit | readonly Limit[];
  * checked on every request; a wrong answer is an `InvalidInputError` for that request (a
  * programming error, never counted as an outage).
  */
-export type LimitsOption<Req> =
-  | Limits
-  | ((req: Req, tenant: string) => Limits | Promise<Limits>);
+export type LimitsOption<Req> = Limits | ((req: Req, tenant: string) => Limits | Promise<Limits>);
 
 /** A checked limit. */
 export interface ResolvedLimit {
