@@ -178,8 +178,7 @@ const sfInteger = (value: number): number =>
   Math.min(MAX_SF_INTEGER, Math.max(0, Math.floor(value)));
 
 /** A name as a Structured Field string, with characters it cannot hold replaced by `_`. */
-const sfString = (name: string): string =>
-  JSON.stringify(name.replace(/[^\x20-\x7e]|["\\]/g, '_'));
+const sfString = (name: string): string => JSON.stringify(name.replace(/[^\x20-\x7e]|["\\]/g, '_'));
 
 /**
  * Delta seconds to a clean state: on a denial the `Retry-After` instant; else (or when no

@@ -21,12 +21,7 @@ import {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
-import {
-  type LimitsOption,
-  needsUser,
-  type ResolvedLimit,
-  resolveLimits,
-} from './limits.js';
+import { type LimitsOption, needsUser, type ResolvedLimit, resolveLimits } from './limits.js';
 import { LocalWindow } from './local-window.js';
 
 /** What happened to one request at the limiter; every outcome is counted. */
@@ -120,9 +115,7 @@ export interface UnidentifiedResponseContext<Req> {
 export interface ResponseHooks<Req> {
   readonly limited?: (context: LimitedResponseContext<Req>) => ResponseChange | undefined;
   readonly unavailable?: (context: UnavailableResponseContext<Req>) => ResponseChange | undefined;
-  readonly unidentified?: (
-    context: UnidentifiedResponseContext<Req>,
-  ) => ResponseChange | undefined;
+  readonly unidentified?: (context: UnidentifiedResponseContext<Req>) => ResponseChange | undefined;
 }
 
 /** Options of a route's guard, for a framework's request type `Req`. */
@@ -515,8 +508,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     const violated = names.filter((_, i) => (decisions[i] as Decision).retryAfterMs > 0);
     const binding = decisions[bound] as Decision;
     const own = limitedResponse(binding, violated);
-    const rateLimit =
-      headerOptions === false ? {} : headersOf(limits, names, decisions, cached);
+    const rateLimit = headerOptions === false ? {} : headersOf(limits, names, decisions, cached);
     const response = shape(
       'limited',
       {
