@@ -200,10 +200,13 @@ export function isPolicy(value: unknown): value is Policy {
 export const MAX_WINDOW_MS = 315_360_000_000;
 
 /**
- * Largest limit, capacity or burst accepted: 2^50. Redis replies carry integers that the
- * client decodes into JavaScript numbers; far below 2^53 they stay exact.
+ * Largest limit, capacity or burst accepted: 10^15 − 1 (999,999,999,999,999). Two bounds
+ * meet here: Redis replies carry integers that the client decodes into JavaScript numbers,
+ * exact far below 2^53; and the limit is advertised in `RateLimit-Policy` as a Structured
+ * Field integer, which has at most 15 digits (RFC 8941 §3.3.1) — so no header ever has to
+ * cap or misstate a quota.
  */
-export const MAX_LIMIT = 2 ** 50;
+export const MAX_LIMIT = 999_999_999_999_999;
 
 /**
  * Throws unless `options` is an object with no keys but `known` and the identity options

@@ -97,13 +97,16 @@ describe('the server clock stepping back never re-admits', () => {
 });
 
 describe('limits stay far inside exact integers', () => {
-  it('limit, capacity and burst above 2^50 are refused', () => {
-    assert.throws(() => fixedWindow({ limit: 2 ** 50 + 1, windowMs: 1000 }), InvalidInputError);
+  it('limit, capacity and burst above 10^15 − 1 (the largest Structured Field integer) are refused', () => {
+    const tooLarge = 10 ** 15;
+    assert.throws(() => fixedWindow({ limit: tooLarge, windowMs: 1000 }), InvalidInputError);
+    assert.throws(() => fixedWindow({ limit: 2 ** 50, windowMs: 1000 }), InvalidInputError);
     assert.throws(
-      () => tokenBucket({ capacity: 2 ** 50 + 1, refillIntervalMs: 1 }),
+      () => tokenBucket({ capacity: tooLarge, refillIntervalMs: 1 }),
       InvalidInputError,
     );
-    assert.throws(() => gcra({ limit: 1, periodMs: 1, burst: 2 ** 50 + 1 }), InvalidInputError);
+    assert.throws(() => gcra({ limit: 1, periodMs: 1, burst: tooLarge }), InvalidInputError);
+    assert.equal(fixedWindow({ limit: tooLarge - 1, windowMs: 1000 }).limit, 999_999_999_999_999);
     assert.throws(() => gcra({ limit: 1, periodMs: 315_360_000_000, burst: 10 }), {
       field: 'policy.burst',
     });

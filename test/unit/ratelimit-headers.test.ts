@@ -2,9 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import { gcra } from '../../src/algorithms/gcra.js';
+import { MAX_LIMIT, MAX_WINDOW_MS } from '../../src/algorithms/policy.js';
+import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { rateLimitHeaders } from '../../src/http/core.js';
+import { rateLimitHeaderList, rateLimitHeaders } from '../../src/http/core.js';
 
 describe('rate-limit headers for every policy', () => {
   it('w is the quota window in seconds: the window, or the time a full burst takes to return', () => {
@@ -45,5 +47,99 @@ describe('rate-limit headers for every policy', () => {
       1000,
     );
     assert.equal(h['ratelimit-policy'], '"GET/a_b_c_";q=1;w=1');
+  });
+});
+
+/** RFC 8941: an sf-string item with integer parameters, as this module writes them. */
+const ITEM = /^"[\x20-\x21\x23-\x5b\x5d-\x7e]*"(;[a-z]+=-?\d{1,15})+$/;
+
+describe('rate-limit headers are valid Structured Fields at every accepted parameter', () => {
+  it('the largest limits, windows and bursts the builders accept give integers of at most 15 digits', () => {
+    // Each builder at its largest limit, and at its longest window (products ≤ 2^53 − 1).
+    const longest = Math.floor(Number.MAX_SAFE_INTEGER / MAX_WINDOW_MS);
+    const extremes = [
+      fixedWindow({ limit: MAX_LIMIT, windowMs: 9 }),
+      fixedWindow({ limit: longest, windowMs: MAX_WINDOW_MS }),
+      slidingWindowLog({ limit: 10_000, windowMs: MAX_WINDOW_MS }),
+      slidingWindowCounter({ limit: MAX_LIMIT, windowMs: 4 }),
+      slidingWindowCounter({ limit: Math.floor(longest / 2), windowMs: MAX_WINDOW_MS }),
+      tokenBucket({ capacity: longest, refillTokens: 1, refillIntervalMs: MAX_WINDOW_MS }),
+      tokenBucket({ capacity: MAX_LIMIT, refillTokens: 1, refillIntervalMs: 9 }),
+      gcra({ limit: 1, periodMs: 1000, burst: 2_000_000_000 }),
+      gcra({ limit: MAX_LIMIT, periodMs: MAX_WINDOW_MS, burst: MAX_LIMIT }),
+    ];
+    for (const policy of extremes) {
+      const decision = {
+        allowed: false,
+        remaining: policy.limit,
+        limit: policy.limit,
+        resetMs: policy.horizonMs,
+        retryAfterMs: policy.horizonMs,
+      };
+      const headers = rateLimitHeaders(decision, policy.name, policy.quotaWindowMs, {
+        legacy: true,
+      });
+      for (const field of ['ratelimit-policy', 'ratelimit'] as const) {
+        assert.match(headers[field] ?? '', ITEM, `${policy.name} ${field}: ${headers[field]}`);
+      }
+      for (const field of ['x-ratelimit-limit', 'x-ratelimit-remaining', 'x-ratelimit-reset']) {
+        assert.match(headers[field] ?? '', /^\d{1,15}$/, `${policy.name} ${field}`);
+      }
+    }
+  });
+
+  it('the issue’s 2^50 is refused at build time, never advertised as 16 digits', () => {
+    assert.throws(() => fixedWindow({ limit: 2 ** 50, windowMs: 1000 }), /policy\.limit/);
+  });
+});
+
+describe('several policies: the draft’s List syntax', () => {
+  const allowed = (remaining: number, resetMs: number) => ({
+    allowed: true,
+    remaining,
+    limit: 10,
+    resetMs,
+    retryAfterMs: 0,
+  });
+
+  it('one item per policy, in order; RateLimit only for decided policies', () => {
+    const headers = rateLimitHeaderList([
+      { name: 'burst', limit: 10, quotaWindowMs: 1000, decision: allowed(3, 400) },
+      { name: 'daily', limit: 1000, quotaWindowMs: 86_400_000 },
+    ]);
+    assert.equal(headers['ratelimit-policy'], '"burst";q=10;w=1, "daily";q=1000;w=86400');
+    assert.equal(headers.ratelimit, '"burst";r=3;t=1');
+  });
+
+  it('legacy X-RateLimit-* tell the most restrictive policy: the longest wait, else the fewest left', () => {
+    const denied = { allowed: false, remaining: 0, limit: 5, resetMs: 100, retryAfterMs: 7000 };
+    const both = rateLimitHeaderList(
+      [
+        { name: 'a', limit: 10, quotaWindowMs: 1000, decision: allowed(1, 500) },
+        { name: 'b', limit: 5, quotaWindowMs: 60_000, decision: denied },
+      ],
+      { legacy: true, standard: false },
+    );
+    assert.deepEqual(both, {
+      'x-ratelimit-limit': '5',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': '7',
+    });
+    const fewest = rateLimitHeaderList(
+      [
+        { name: 'a', limit: 10, quotaWindowMs: 1000, decision: allowed(4, 500) },
+        { name: 'b', limit: 10, quotaWindowMs: 1000, decision: allowed(2, 900) },
+      ],
+      { legacy: true, standard: false },
+    );
+    assert.equal(fewest['x-ratelimit-remaining'], '2');
+  });
+
+  it('a policy that would have fitted in a refused takeAll reports its window reset, not Retry-After', () => {
+    const fitted = { allowed: false, remaining: 4, limit: 10, resetMs: 30_000, retryAfterMs: 0 };
+    const headers = rateLimitHeaderList([
+      { name: 'x', limit: 10, quotaWindowMs: 60_000, decision: fitted },
+    ]);
+    assert.equal(headers.ratelimit, '"x";r=4;t=30');
   });
 });
