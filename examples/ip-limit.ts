@@ -19,4 +19,10 @@ const login = withRateLimit(
   { limiter, policy: loginAttempts, route: 'POST/login', identify },
   (_req, res) => res.writeHead(204).end(),
 );
-createServer(login).listen(Number(process.env.PORT ?? 3000));
+// Only POST /login spends the login quota; health checks and other paths never reach it.
+createServer((req, res) => {
+  const path = req.url?.split('?')[0];
+  if (req.method === 'POST' && path === '/login') return login(req, res);
+  if (req.method === 'GET' && path === '/healthz') return res.writeHead(200).end('ok');
+  res.writeHead(404).end();
+}).listen(Number(process.env.PORT ?? 3000));

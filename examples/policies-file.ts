@@ -13,6 +13,13 @@ const routes = loadPolicies('examples/policies.json');
 const orders = routes.get('POST/orders');
 if (orders === undefined) throw new Error('no policy for POST/orders');
 
-createServer(
-  withRateLimit({ limiter, identify, ...orders }, (_req, res) => res.writeHead(201).end()),
-).listen(Number(process.env.PORT ?? 3000));
+const createOrder = withRateLimit({ limiter, identify, ...orders }, (_req, res) =>
+  res.writeHead(201).end(),
+);
+// The guard names one route's quota: give it only that route's requests.
+createServer((req, res) => {
+  const path = req.url?.split('?')[0];
+  if (req.method === 'POST' && path === '/orders') return createOrder(req, res);
+  if (req.method === 'GET' && path === '/healthz') return res.writeHead(200).end('ok');
+  res.writeHead(404).end();
+}).listen(Number(process.env.PORT ?? 3000));

@@ -115,6 +115,25 @@ async function tenantQuota(base: string, path: string, otherPath = path): Promis
   assert.equal((await post(`${base}${path}`, bearer('token-of-globex'))).status, 201);
 }
 
+/**
+ * Health checks and unknown paths neither spend the limited route's quota nor run its
+ * handler: a guard wrapped around a whole server would count `GET /healthz` against
+ * `POST/login` and answer `GET /favicon.ico` with the route's handler.
+ */
+async function otherPathsUntouched(base: string, headers: Record<string, string>) {
+  for (let i = 0; i < 12; i++) {
+    const health = await fetch(`${base}/healthz`, { headers });
+    assert.equal(health.status, 200);
+    assert.equal(await health.text(), 'ok');
+    assert.equal(health.headers.get('ratelimit'), null);
+  }
+  for (const path of ['/favicon.ico', '/orders/x', '/login/x']) {
+    const other = await fetch(`${base}${path}`, { headers });
+    await other.arrayBuffer();
+    assert.equal(other.status, 404, path);
+  }
+}
+
 describe('README examples', () => {
   it('every example block in the README is its file in examples/, verbatim, and every file is shown', () => {
     const blocks = readmeExamples();
@@ -165,8 +184,9 @@ describe('README examples', () => {
     await tenantQuota(base, '/orders');
   });
 
-  it('examples/policies-file.ts with examples/policies.json', async () => {
+  it('examples/policies-file.ts with examples/policies.json: only POST /orders spends its quota', async () => {
     const { base } = await start('policies-file.ts');
+    await otherPathsUntouched(base, bearer('token-of-acme'));
     for (let i = 0; i < 10; i++) {
       assert.equal((await post(`${base}/orders`, bearer('token-of-acme'))).status, 201);
     }
@@ -176,6 +196,7 @@ describe('README examples', () => {
   it('examples/ip-limit.ts: X-Forwarded-For counts only through trusted proxies', async () => {
     const { base } = await start('ip-limit.ts');
     const from = (address: string) => ({ 'x-forwarded-for': address });
+    await otherPathsUntouched(base, from('203.0.113.7'));
     for (let i = 0; i < 5; i++) {
       assert.equal((await post(`${base}/login`, from('203.0.113.7'))).status, 204);
     }
