@@ -27,10 +27,12 @@ const limiter = new RateLimiter({
   timeoutMs: 150,
   maxInFlight: 1000,
 });
-// Policies come from configuration, validated once at start (examples/demo-policies.json).
-const policies = loadPolicies(new URL('../../examples/demo-policies.json', import.meta.url));
+// Policies come from configuration, validated once at start: examples/demo-policies.json,
+// which the build copies next to this module (dist/demo/), so the installed package has it.
+const policyFile = new URL('./demo-policies.json', import.meta.url);
+const policies = loadPolicies(policyFile);
 const orders = policies.get('POST/orders');
-if (orders === undefined) throw new Error('examples/demo-policies.json has no POST/orders route');
+if (orders === undefined) throw new Error(`${policyFile.pathname} has no POST/orders route`);
 let handled = 0;
 
 const createOrder = withRateLimit(
