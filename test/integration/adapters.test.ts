@@ -2,7 +2,9 @@
  * One table of HTTP scenarios, run against every adapter on a real server on loopback
  * (`node:http`, Express 5, Fastify 5, Hono through the Fetch adapter): allowed; limited
  * with every header checked; Redis down in fail-closed and fail-open; shadow mode; spoofed
- * headers; query-string variants sharing one quota; the handler never run when refused.
+ * headers; query-string variants sharing one quota; the handler never run when refused;
+ * stacked limits (one 429 naming the policy that bound, every policy in the headers); plans
+ * chosen per tenant; HEAD sharing GET's quota; skip.
  */
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -18,6 +20,7 @@ import { expressRateLimit } from '../../src/http/express.js';
 import { fastifyRateLimit } from '../../src/http/fastify.js';
 import { fetchRateLimit } from '../../src/http/fetch.js';
 import type { GuardOptions } from '../../src/http/guard.js';
+import type { Limits } from '../../src/http/limits.js';
 import { withRateLimit } from '../../src/http/node.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -36,12 +39,22 @@ type Shared = Pick<
 > & {
   readonly limiter: RateLimiter;
   readonly limit: number;
+  /** Replaces the fixed window of `limit` per minute: stacked limits or a plan function. */
+  readonly policy?: Limits | ((req: unknown, tenant: string) => Limits);
+  /** Requests carrying this header (any value) are skipped. */
+  readonly skipHeader?: string;
 };
 
 interface Running {
   readonly url: string;
+  /** Runs of the `POST /orders` handler. */
   readonly handled: () => number;
+  /** Runs of the `GET /search` handler (also serving `HEAD /search`). */
+  readonly searched: () => number;
 }
+
+/** The guard options of both routes: the scenario's policy (or `limit` per minute), skip. */
+const limitsOf = ({ limit, policy }: Shared) => policy ?? fixedWindow({ limit, windowMs: 60_000 });
 
 const listen = async (server: Server): Promise<string> => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -50,85 +63,133 @@ const listen = async (server: Server): Promise<string> => {
 };
 
 const ADAPTERS: Record<string, (o: Shared) => Promise<Running>> = {
-  'node:http': async ({ limiter, limit, ...rest }) => {
+  'node:http': async (shared) => {
+    const { limiter, skipHeader, limit: _limit, policy: _policy, ...rest } = shared;
     let handled = 0;
-    const guarded = withRateLimit(
-      {
-        limiter,
-        policy: fixedWindow({ limit, windowMs: 60_000 }),
-        route: 'POST/orders',
-        identify: (req: IncomingMessage) =>
-          tenantFromAuthorization(secret, req.headers.authorization),
-        ...rest,
-      },
-      (_req, res) => {
-        handled++;
-        res.writeHead(201).end('{}');
-      },
-    );
-    return { url: await listen(createServer(guarded)), handled: () => handled };
+    let searched = 0;
+    const options = (route: string) => ({
+      limiter,
+      policy: limitsOf(shared),
+      route,
+      identify: (req: IncomingMessage) =>
+        tenantFromAuthorization(secret, req.headers.authorization),
+      ...(skipHeader
+        ? { skip: (req: IncomingMessage) => req.headers[skipHeader] !== undefined }
+        : {}),
+      ...rest,
+    });
+    const orders = withRateLimit(options('POST/orders'), (_req, res) => {
+      handled++;
+      res.writeHead(201).end('{}');
+    });
+    const search = withRateLimit(options('GET/search'), (_req, res) => {
+      searched++;
+      res.writeHead(200).end('{}');
+    });
+    const server = createServer((req, res) => {
+      const path = req.url?.split('?')[0];
+      if (req.method === 'POST' && path === '/orders') return orders(req, res);
+      // HEAD is GET without a body (RFC 9110 §9.3.2): the same route, the same quota.
+      if ((req.method === 'GET' || req.method === 'HEAD') && path === '/search')
+        return search(req, res);
+      res.writeHead(404).end();
+    });
+    return { url: await listen(server), handled: () => handled, searched: () => searched };
   },
-  'Express 5': async ({ limiter, limit, ...rest }) => {
+  'Express 5': async (shared) => {
+    const { limiter, skipHeader, limit: _limit, policy: _policy, ...rest } = shared;
     let handled = 0;
-    const app = express();
-    app.post(
-      '/orders',
+    let searched = 0;
+    const guard = () =>
       expressRateLimit({
         limiter,
-        policy: fixedWindow({ limit, windowMs: 60_000 }),
+        policy: limitsOf(shared),
         identify: (req) => tenantFromAuthorization(secret, req.headers.authorization),
+        ...(skipHeader
+          ? { skip: (req: IncomingMessage) => req.headers[skipHeader] !== undefined }
+          : {}),
         ...rest,
-      }),
-      (_req, res) => {
-        handled++;
-        res.status(201).json({});
-      },
-    );
-    return { url: await listen(createServer(app)), handled: () => handled };
+      });
+    const app = express();
+    app.post('/orders', guard(), (_req, res) => {
+      handled++;
+      res.status(201).json({});
+    });
+    app.get('/search', guard(), (_req, res) => {
+      searched++;
+      res.status(200).json({});
+    });
+    return {
+      url: await listen(createServer(app)),
+      handled: () => handled,
+      searched: () => searched,
+    };
   },
-  'Fastify 5': async ({ limiter, limit, ...rest }) => {
+  'Fastify 5': async (shared) => {
+    const { limiter, skipHeader, limit: _limit, policy: _policy, ...rest } = shared;
     let handled = 0;
+    let searched = 0;
     const app = Fastify();
     await app.register(fastifyRateLimit, {
       limiter,
       identify: (request) => tenantFromAuthorization(secret, request.headers.authorization),
+      ...(skipHeader ? { skip: (request) => request.headers[skipHeader] !== undefined } : {}),
     });
-    app.post(
-      '/orders',
-      { config: { rateLimit: { policy: fixedWindow({ limit, windowMs: 60_000 }), ...rest } } },
-      async (_req, reply) => {
-        handled++;
-        return reply.code(201).send({});
-      },
-    );
+    const config = { config: { rateLimit: { policy: limitsOf(shared), ...rest } } };
+    app.post('/orders', config, async (_req, reply) => {
+      handled++;
+      return reply.code(201).send({});
+    });
+    app.get('/search', config, async (_req, reply) => {
+      searched++;
+      return reply.code(200).send({});
+    });
     await app.listen({ port: 0, host: '127.0.0.1' });
     closers.push(() => app.close());
     return {
       url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
       handled: () => handled,
+      searched: () => searched,
     };
   },
-  'Hono (Fetch)': async ({ limiter, limit, ...rest }) => {
+  'Hono (Fetch)': async (shared) => {
+    const { limiter, skipHeader, limit: _limit, policy: _policy, ...rest } = shared;
     let handled = 0;
-    const guard = fetchRateLimit({
-      limiter,
-      policy: fixedWindow({ limit, windowMs: 60_000 }),
-      route: 'POST/orders',
-      identify: (request) => tenantFromAuthorization(secret, request.headers.get('authorization')),
-      ...rest,
-    });
+    let searched = 0;
+    const guard = (route: string) =>
+      fetchRateLimit({
+        limiter,
+        policy: limitsOf(shared),
+        route,
+        identify: (request) =>
+          tenantFromAuthorization(secret, request.headers.get('authorization')),
+        ...(skipHeader ? { skip: (request: Request) => request.headers.has(skipHeader) } : {}),
+        ...rest,
+      });
+    const orders = guard('POST/orders');
+    const search = guard('GET/search');
     const app = new Hono();
     app.post(
       '/orders',
-      async (c, next) => (await guard(c.req.raw)) ?? next(),
+      async (c, next) => (await orders(c.req.raw)) ?? next(),
       (c) => {
         handled++;
         return c.json({}, 201);
       },
     );
+    // Hono serves HEAD from the GET route.
+    app.get(
+      '/search',
+      async (c, next) => (await search(c.req.raw)) ?? next(),
+      (c) => {
+        searched++;
+        return c.json({}, 200);
+      },
+    );
     return {
       url: await listen(createServer(getRequestListener(app.fetch))),
       handled: () => handled,
+      searched: () => searched,
     };
   },
 };
@@ -225,6 +286,102 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       assert.equal(a.handled(), 2);
     });
 
+    it('stacked limits: all or nothing, one 429 naming the policy that bound, every policy in the headers', async () => {
+      const burst = fixedWindow({ name: 'burst', limit: 2, windowMs: 10_000 });
+      const hourly = fixedWindow({ name: 'hourly', limit: 3, windowMs: 3_600_000 });
+      const a = await start({
+        limiter: new RateLimiter({ client: await redis.client() }),
+        limit: 1,
+        policy: [burst, hourly],
+      });
+      const tenant = randomTenant();
+      const results = [
+        await post(a.url, tenant),
+        await post(a.url, tenant),
+        await post(a.url, tenant),
+      ];
+      assert.deepEqual(
+        results.map((r) => r.status),
+        [201, 201, 429],
+      );
+      const limited = results[2] as (typeof results)[number];
+      assert.equal(
+        limited.headers.get('ratelimit-policy'),
+        '"burst";q=2;w=10, "hourly";q=3;w=3600',
+      );
+      assert.match(limited.headers.get('ratelimit') ?? '', /^"burst";r=0;t=(9|10)\b/);
+      assert.ok(['9', '10'].includes(limited.headers.get('retry-after') ?? ''));
+      assert.match(limited.headers.get('content-type') ?? '', /^application\/problem\+json\b/);
+      assert.deepEqual(JSON.parse(limited.body)['violated-policies'], ['burst']);
+      if (name !== 'Hono (Fetch)') {
+        // The plain Fetch shape adds no headers to an admitted response.
+        assert.equal(
+          (results[0] as (typeof results)[number]).headers.get('ratelimit'),
+          '"burst";r=1;t=10, "hourly";r=2;t=3600',
+        );
+      }
+      assert.equal(a.handled(), 2);
+    });
+
+    it('plans: a function of the tenant picks its policies on every request', async () => {
+      const free = fixedWindow({ name: 'free', limit: 1, windowMs: 60_000 });
+      const pro = fixedWindow({ name: 'pro', limit: 3, windowMs: 60_000 });
+      const proTenants = new Set<string>();
+      const a = await start({
+        limiter: new RateLimiter({ client: await redis.client() }),
+        limit: 1,
+        policy: (_req, tenant) => (proTenants.has(tenant) ? pro : free),
+      });
+      const [freeTenant, proTenant] = [randomTenant(), randomTenant()];
+      proTenants.add(proTenant);
+      const statuses = async (tenant: string, n: number) => {
+        const out: number[] = [];
+        for (let i = 0; i < n; i++) out.push((await post(a.url, tenant)).status);
+        return out;
+      };
+      assert.deepEqual(await statuses(freeTenant, 2), [201, 429]);
+      assert.deepEqual(await statuses(proTenant, 4), [201, 201, 201, 429]);
+      assert.equal(a.handled(), 4);
+    });
+
+    it('HEAD shares GET’s quota: the GET handler never runs past the limit', async () => {
+      const a = await start({
+        limiter: new RateLimiter({ client: await redis.client() }),
+        limit: 2,
+      });
+      const tenant = randomTenant();
+      const statuses: number[] = [];
+      for (const method of ['HEAD', 'HEAD', 'GET', 'HEAD']) {
+        const res = await fetch(`${a.url}/search`, {
+          method,
+          headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+        });
+        await res.arrayBuffer();
+        statuses.push(res.status);
+      }
+      assert.deepEqual(statuses, [200, 200, 429, 429]);
+      assert.ok(a.searched() <= 2, `GET handler ran ${a.searched()} times for a limit of 2`);
+    });
+
+    it('skip: skipped requests pass without spending, others are limited as usual', async () => {
+      const a = await start({
+        limiter: new RateLimiter({ client: await redis.client() }),
+        limit: 1,
+        skipHeader: 'x-internal-probe',
+      });
+      const tenant = randomTenant();
+      for (let i = 0; i < 3; i++) {
+        const r = await post(a.url, tenant, '', { 'x-internal-probe': '1' });
+        assert.equal(r.status, 201);
+        assert.equal(r.headers.get('ratelimit'), null);
+      }
+      assert.deepEqual(
+        [(await post(a.url, tenant)).status, (await post(a.url, tenant)).status],
+        [201, 429],
+      );
+      assert.equal(a.handled(), 4);
+    });
+
     it('no verified identity → 401, handler never run', async () => {
       const a = await start({
         limiter: new RateLimiter({ client: await redis.client() }),
@@ -234,8 +391,11 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
         method: 'POST',
         headers: { 'x-tenant': 'spoofed' },
       });
-      await res.arrayBuffer();
+      const body = (await res.json()) as { status: number };
       assert.equal(res.status, 401);
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer');
+      assert.match(res.headers.get('content-type') ?? '', /^application\/problem\+json\b/);
+      assert.equal(body.status, 401);
       assert.equal(a.handled(), 0);
     });
   });
