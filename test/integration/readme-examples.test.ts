@@ -184,6 +184,45 @@ describe('README examples', () => {
     await tenantQuota(base, '/orders');
   });
 
+  it('examples/plans.ts: a plan per tenant, a per-user and a tenant-wide limit, decided at once', async () => {
+    const { base } = await start('plans.ts');
+    for (let i = 0; i < 5; i++) assert.equal((await fetch(`${base}/healthz`)).status, 200);
+    const report = async (token: string) => {
+      const res = await fetch(`${base}/reports`, { method: 'POST', headers: bearer(token) });
+      const body = await res.text();
+      return { status: res.status, headers: res.headers, body };
+    };
+    // globex is on the free plan: 2 per minute.
+    const bob = [
+      await report('token-of-bob'),
+      await report('token-of-bob'),
+      await report('token-of-bob'),
+    ];
+    assert.deepEqual(
+      bob.map((r) => r.status),
+      [201, 201, 429],
+    );
+    const refused = bob[2] as (typeof bob)[number];
+    assert.deepEqual(JSON.parse(refused.body)['violated-policies'], ['free']);
+    assert.equal(
+      refused.headers.get('ratelimit-policy'),
+      '"free";q=2;w=60, "per-user";q=5;w=60, "tenant-api";q=1000;w=60',
+    );
+    // acme is on pro (100 per minute): the per-user limit of 5 binds first.
+    const ann: Awaited<ReturnType<typeof report>>[] = [];
+    for (let i = 0; i < 6; i++) ann.push(await report('token-of-ann'));
+    assert.deepEqual(
+      ann.map((r) => r.status),
+      [201, 201, 201, 201, 201, 429],
+    );
+    assert.match(
+      ann[4]?.headers.get('ratelimit') ?? '',
+      /^"pro";r=95;t=\d+, "pro-burst";r=(1[5-9]|20);t=\d+, "per-user";r=0;t=\d+, "tenant-api";r=995;t=\d+$/,
+    );
+    assert.deepEqual(JSON.parse(ann[5]?.body ?? '{}')['violated-policies'], ['per-user']);
+    assert.equal((await report('token-of-nobody')).status, 401);
+  });
+
   it('examples/policies-file.ts with examples/policies.json: only POST /orders spends its quota', async () => {
     const { base } = await start('policies-file.ts');
     await otherPathsUntouched(base, bearer('token-of-acme'));
