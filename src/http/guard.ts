@@ -424,7 +424,11 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     }
     const route = routeText(req);
     const tenant = await identify(req);
-    if (typeof tenant !== 'string' || tenant.length === 0) return unidentified(req, route, []);
+    if (typeof tenant !== 'string' || tenant.length === 0) {
+      // Fixed limits are named without a tenant; a plan is not known before one.
+      const known = fixedLimits?.map((limit) => labelOf(limit, route, fixedLimits.length));
+      return unidentified(req, route, known ?? []);
+    }
     const limits =
       fixedLimits ??
       resolveLimits(

@@ -251,6 +251,32 @@ describe('guard: skip, identity and responses', () => {
     }
   });
 
+  it('events name the policies: the binding one on limited, every one in policies, no tenant', async () => {
+    const events: Record<string, unknown>[] = [];
+    const guard = guardOf({
+      policy: [
+        fixedWindow({ name: 'a', limit: 5, windowMs: 60_000 }),
+        fixedWindow({ name: 'b', limit: 1, windowMs: 60_000 }),
+      ],
+      skip: (req) => req.path === '/healthz',
+      onOutcome: (event) => events.push({ ...event }),
+    });
+    await guard({ tenant: 'secret-tenant' });
+    await guard({ tenant: 'secret-tenant' });
+    await guard({});
+    await guard({ path: '/healthz' });
+    assert.deepEqual(
+      events.map((e) => [e.outcome, e.policy, e.policies]),
+      [
+        ['allowed', 'a', ['a', 'b']],
+        ['limited', 'b', ['a', 'b']],
+        ['unidentified', 'a', ['a', 'b']],
+        ['skipped', '', []],
+      ],
+    );
+    assert.ok(!JSON.stringify(events).includes('secret-tenant'));
+  });
+
   it('misspelled options and hooks are refused by name', () => {
     const field = (options: Record<string, unknown>) => {
       try {
