@@ -101,4 +101,49 @@ describe('Fastify plugin', () => {
     assert.equal(handled(), 2);
     await app.close();
   });
+
+  it('the URL template names the quota: case, percent-encodings, prefixes and HEAD never mint a fresh one', async () => {
+    const app = Fastify({ routerOptions: { caseSensitive: false } } as never);
+    const routes: string[] = [];
+    let handled = 0;
+    await app.register(fastifyRateLimit, {
+      limiter: new RateLimiter({ client: await redis.client() }),
+      identify: (request) => tenantFromAuthorization(secret, request.headers.authorization),
+      onOutcome: (event) => routes.push(event.route),
+    });
+    await app.register(
+      async (scoped) => {
+        scoped.get(
+          '/t/:account/items',
+          { config: { rateLimit: { policy: fixedWindow({ limit: 2, windowMs: 60_000 }) } } },
+          async () => {
+            handled++;
+            return { ok: true };
+          },
+        );
+      },
+      { prefix: '/api' },
+    );
+    await app.ready();
+    const tenant = randomTenant();
+    const statuses: number[] = [];
+    for (const [method, url] of [
+      ['GET', '/api/t/a/items'],
+      ['HEAD', '/API/t/b/items'],
+      ['GET', '/Api/t/%61/ITEMS'],
+      ['HEAD', '/api/t/c%2Fd/items'],
+      ['GET', '/api/T/e/Items?x=1'],
+    ] as const) {
+      const res = await app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${issueToken(secret, tenant)}` },
+      });
+      statuses.push(res.statusCode);
+    }
+    assert.deepEqual(statuses, [200, 200, 429, 429, 429]);
+    assert.deepEqual([...new Set(routes)], ['GET/api/t/:account/items']);
+    assert.ok(handled <= 2, `handler ran ${handled} times for a limit of 2`);
+    await app.close();
+  });
 });
