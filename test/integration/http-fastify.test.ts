@@ -112,7 +112,7 @@ describe('Fastify plugin', () => {
       onOutcome: (event) => routes.push(event.route),
     });
     await app.register(
-      async (scoped) => {
+      (scoped, _options, done) => {
         scoped.get(
           '/t/:account/items',
           { config: { rateLimit: { policy: fixedWindow({ limit: 2, windowMs: 60_000 }) } } },
@@ -121,6 +121,7 @@ describe('Fastify plugin', () => {
             return { ok: true };
           },
         );
+        done();
       },
       { prefix: '/api' },
     );
