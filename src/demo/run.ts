@@ -72,8 +72,9 @@ export async function runDemo(log: (line: string) => void = () => {}): Promise<D
         [
           'No Redis to talk to: REDIS_URL is not set and redis-server is not installed.',
           'Either install it:   sudo apt-get install -y redis-server',
-          'or run one in Docker: docker compose -f examples/redis.compose.yaml up -d',
-          '                      REDIS_URL=redis://127.0.0.1:16379 npm run demo',
+          'or run one in Docker: docker run -d -p 127.0.0.1:16379:6379 redis:7',
+          '                      REDIS_URL=redis://127.0.0.1:16379 npx sluice demo',
+          '(in a checkout of the repository: docker compose -f examples/redis.compose.yaml up -d)',
         ].join('\n'),
       );
     }
