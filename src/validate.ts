@@ -39,10 +39,19 @@ export function rejectUnknownKeys(object: object, known: readonly string[], fiel
     if (!known.includes(key)) {
       throw new InvalidInputError(
         `${field}.${key}`,
-        `absent: known are ${known.join(', ')}`,
-        undefined,
+        `absent (an unknown option: known are ${known.join(', ')})`,
+        readQuietly(object, key),
       );
     }
+  }
+}
+
+/** `object[key]` for an error message, or undefined when reading it throws. */
+function readQuietly(object: object, key: string): unknown {
+  try {
+    return (object as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
   }
 }
 

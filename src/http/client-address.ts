@@ -15,6 +15,7 @@ import type { IncomingMessage } from 'node:http';
 import ipaddr from 'ipaddr.js';
 import proxyaddr from 'proxy-addr';
 import { InvalidInputError } from '../errors.js';
+import { rejectUnknownKeys } from '../validate.js';
 
 /** Options of {@link clientAddressOf}. */
 export interface ClientAddressOptions {
@@ -25,11 +26,17 @@ export interface ClientAddressOptions {
 /**
  * Makes `identify`-ready function: `(req) => client address`, IPv6 folded to /64.
  *
- * @throws {InvalidInputError} when `trustProxy` is not a valid address, range or name.
+ * @throws {InvalidInputError} when `options` is not an object, has a key other than
+ *   `trustProxy` (a misspelled `trustproxy` would silently key every client on the proxy's
+ *   address), or `trustProxy` is not a valid address, range or name.
  */
 export function clientAddressOf(
   options: ClientAddressOptions = {},
 ): (req: IncomingMessage) => string | undefined {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('options', 'an object such as { trustProxy }', options);
+  }
+  rejectUnknownKeys(options, ['trustProxy'], 'options');
   const trustList =
     options.trustProxy === undefined ? [] : ([] as string[]).concat(options.trustProxy);
   let trust: ReturnType<typeof proxyaddr.compile>;

@@ -4,7 +4,6 @@
  * `takeAll` → outcome, with fail-closed / fail-open, shadow mode, outcome counts, events and
  * shaped refusals. Adapters only turn its verdict into their framework's response.
  */
-import type { Policy } from '../algorithms/policy.js';
 import { MAX_WINDOW_MS } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import type { RateLimiter } from '../limiter.js';
@@ -21,7 +20,13 @@ import {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
-import { type LimitsOption, needsUser, type ResolvedLimit, resolveLimits } from './limits.js';
+import {
+  type LimitsOption,
+  limitNames,
+  needsUser,
+  type ResolvedLimit,
+  resolveLimits,
+} from './limits.js';
 import { LocalWindow } from './local-window.js';
 
 /** What happened to one request at the limiter; every outcome is counted. */
@@ -282,6 +287,8 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   // Fixed limits are checked once, here; a function's answer on every request.
   const fixedLimits =
     typeof policyOption === 'function' ? undefined : resolveLimits(policyOption, 'policy');
+  // Names collide whatever the route is called: check them once, here.
+  if (fixedLimits !== undefined) limitNames(fixedLimits, '', 'policy');
   if (fixedLimits !== undefined && needsUser(fixedLimits) && userOf === undefined) {
     throw new InvalidInputError(
       'user',
@@ -323,6 +330,9 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     unidentified: 0,
     skipped: 0,
   };
+  if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
+    throw new InvalidInputError('shadow', 'true or false', options.shadow);
+  }
   const shadow = options.shadow === true;
   const shadowHeader = options.shadowHeader;
   if (
@@ -355,12 +365,12 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   }
   // Shared by every request: frozen, so one request's code cannot add a header to another's.
   const PASS: GuardVerdict = Object.freeze({ pass: true, headers: Object.freeze({}) });
-  const headerOptions = options.headers ?? {};
+  const headerOptions = checkHeaderOptions(options.headers);
   /** In shadow mode: let the request through, marked with the would-be decision. */
   const passInShadow = (wouldBe: 'allowed' | 'limited' | 'unavailable'): GuardVerdict =>
     shadowHeader === undefined ? PASS : { pass: true, headers: { [shadowHeader]: wouldBe } };
   const warn = (what: string, error: unknown) =>
-    process.emitWarning(`sluice ${what} threw: ${String(error)}`, {
+    process.emitWarning(`sluice ${what} failed: ${String(error)}`, {
       code: 'SLUICE_OBSERVER_ERROR',
     });
   const record = (event: HttpOutcomeEvent) => {
@@ -390,6 +400,11 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
       return response;
     }
     if (change === undefined || change === null) return response;
+    const problem = invalidChange(change);
+    if (problem !== undefined) {
+      warn(`responses.${name}`, new Error(`${problem}; the guard's own response was sent`));
+      return response;
+    }
     const headers: Record<string, string> = { ...response.headers };
     for (const [header, value] of Object.entries(change.headers ?? {})) {
       const lower = header.toLowerCase();
@@ -423,10 +438,10 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
       return PASS;
     }
     const route = routeText(req);
-    const tenant = await identify(req);
-    if (typeof tenant !== 'string' || tenant.length === 0) {
+    const tenant = identity(await identify(req), 'identify');
+    if (tenant === undefined) {
       // Fixed limits are named without a tenant; a plan is not known before one.
-      const known = fixedLimits?.map((limit) => labelOf(limit, route, fixedLimits.length));
+      const known = fixedLimits && limitNames(fixedLimits, route, 'policy');
       return unidentified(req, route, known ?? []);
     }
     const limits =
@@ -435,7 +450,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
         await (policyOption as (req: Req, tenant: string) => unknown)(req, tenant),
         'policy (the answer of the policy function)',
       );
-    const names = limits.map((limit) => labelOf(limit, route, limits.length));
+    const names = limitNames(limits, route, 'policy');
     let user: string | undefined;
     if (needsUser(limits)) {
       if (userOf === undefined) {
@@ -445,8 +460,8 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
           undefined,
         );
       }
-      user = await userOf(req);
-      if (typeof user !== 'string' || user.length === 0) return unidentified(req, route, names);
+      user = identity(await userOf(req), 'user');
+      if (user === undefined) return unidentified(req, route, names);
     }
     const cost = typeof costOf === 'function' ? costOf(req) : costOf;
     let decisions: readonly Decision[];
@@ -583,12 +598,57 @@ function scopeOf(
 }
 
 /**
- * A limit's name in the headers and events: the policy's own name when it was given one;
- * else the route template for a route's only limit (what the quota is for), else the
- * policy's derived name (which tells its parameters apart).
+ * An `identify` / `user` answer: a non-empty string, or `undefined` (also `null` or `""`)
+ * for "none" (answered `401`). Anything else is a programming error — a numeric id, an
+ * object — never a silent `401`.
  */
-function labelOf(limit: ResolvedLimit, route: string, count: number): string {
-  const policy: Policy = limit.policy;
-  if (policy.named) return policy.name;
-  return count === 1 && limit.per === 'route' ? route : policy.name;
+function identity(value: unknown, field: 'identify' | 'user'): string | undefined {
+  if (typeof value === 'string') return value.length > 0 ? value : undefined;
+  if (value === undefined || value === null) return undefined;
+  throw new InvalidInputError(
+    `${field} (its answer)`,
+    'a string id, or undefined when there is none (turn numeric ids into strings)',
+    value,
+  );
+}
+
+/** The `headers` option: `false`, or `{ standard?, legacy? }` with boolean values. */
+function checkHeaderOptions(value: unknown): HeaderOptions | false {
+  if (value === undefined) return {};
+  if (value === false) return false;
+  if (typeof value !== 'object' || value === null) {
+    throw new InvalidInputError('headers', 'false or { standard?, legacy? }', value);
+  }
+  rejectUnknownKeys(value, ['standard', 'legacy'], 'headers');
+  for (const key of ['standard', 'legacy'] as const) {
+    const flag = (value as HeaderOptions)[key];
+    if (flag !== undefined && typeof flag !== 'boolean') {
+      throw new InvalidInputError(`headers.${key}`, 'true or false', flag);
+    }
+  }
+  return value as HeaderOptions;
+}
+
+/** A header field name (RFC 9110 §5.1: a token). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header field value without control characters (no CR/LF: no injection). */
+const HEADER_TEXT = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Why a hook's answer cannot be used, or undefined when it can. */
+function invalidChange(change: unknown): string | undefined {
+  if (typeof change !== 'object') return `it returned ${typeof change}, not { body, headers }`;
+  if (typeof (change as { then?: unknown }).then === 'function') {
+    return 'it returned a promise: hooks are synchronous';
+  }
+  const { body, headers } = change as { body?: unknown; headers?: unknown };
+  if (body !== undefined && typeof body !== 'string') return 'its body is not a string';
+  if (headers === undefined) return undefined;
+  if (typeof headers !== 'object' || headers === null) return 'its headers are not an object';
+  for (const [name, value] of Object.entries(headers)) {
+    if (!HEADER_NAME.test(name)) return `header name ${JSON.stringify(name)} is not a token`;
+    if (typeof value !== 'string' || !HEADER_TEXT.test(value)) {
+      return `header ${name} has a value that is not printable text`;
+    }
+  }
+  return undefined;
 }

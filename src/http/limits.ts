@@ -76,8 +76,8 @@ export function resolveLimits(value: unknown, field: string): readonly ResolvedL
     if (seen.has(identity)) {
       throw new InvalidInputError(
         `${field}[${i}]`,
-        'a policy not already listed on the same scope (`per`)',
-        limit.policy.name,
+        `a policy not already listed on the same scope ("${limit.policy.name}" per ${limit.per} is listed twice)`,
+        undefined,
       );
     }
     seen.add(identity);
@@ -88,7 +88,8 @@ export function resolveLimits(value: unknown, field: string): readonly ResolvedL
 
 function resolveLimit(value: unknown, field: string): ResolvedLimit {
   if (isPolicy(value)) return { policy: value, per: 'route' };
-  if (typeof value !== 'object' || value === null) {
+  if (typeof value !== 'object' || value === null || !('policy' in value)) {
+    // Also a plain object of policy options: policies come from builders, never literals.
     throw new InvalidInputError(field, EXPECTED, value);
   }
   rejectUnknownKeys(value, ['policy', 'per'], field);
@@ -101,6 +102,34 @@ function resolveLimit(value: unknown, field: string): ResolvedLimit {
     throw new InvalidInputError(`${field}.per`, `one of ${SCOPES.join(', ')}`, per);
   }
   return { policy, per: per as LimitScope };
+}
+
+/**
+ * The names of limits in headers, events and `violated-policies`: a policy's own name when
+ * it was given one; the route template for a route's only, unnamed limit (what the quota
+ * is for); else the policy's derived name, with `@<per>` for a scope other than the route's.
+ *
+ * @throws {InvalidInputError} when two limits would share a name (give them distinct names).
+ */
+export function limitNames(
+  limits: readonly ResolvedLimit[],
+  route: string,
+  field: string,
+): readonly string[] {
+  const names = limits.map(({ policy, per }) => {
+    if (policy.named) return policy.name;
+    if (limits.length === 1 && per === 'route') return route;
+    return per === 'route' ? policy.name : `${policy.name}@${per}`;
+  });
+  if (new Set(names).size !== names.length) {
+    const twice = names.find((name, i) => names.indexOf(name) !== i);
+    throw new InvalidInputError(
+      field,
+      `limits with distinct names (clients tell them apart in RateLimit headers; "${twice}" is used twice): give each policy its own name`,
+      undefined,
+    );
+  }
+  return names;
 }
 
 /** True when a limit needs the request's user. */

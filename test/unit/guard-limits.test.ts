@@ -10,6 +10,7 @@ import { describe, it } from 'node:test';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { InvalidInputError } from '../../src/errors.js';
+import { clientAddressOf } from '../../src/http/client-address.js';
 import { QUOTA_EXCEEDED_TYPE } from '../../src/http/core.js';
 import { createGuard, type GuardOptions, type GuardVerdict } from '../../src/http/guard.js';
 import { RateLimiter } from '../../src/limiter.js';
@@ -131,10 +132,14 @@ describe('guard: stacked limits', () => {
     );
     assert.equal(field([p, p]), 'policy[1]');
     assert.equal(field([p, { policy: p, per: 'planet' }]), 'policy[1].per');
-    assert.equal(field([p, { limit: 10 }]), 'policy[1].limit');
+    assert.equal(field([p, { limit: 10 }]), 'policy[1]'); // policy options, not a policy
     assert.equal(field([p, { policy: { limit: 10 } }]), 'policy[1].policy');
-    assert.equal(field({ limit: 10, windowMs: 1000 }), 'policy.limit');
-    // The same policy on two scopes is two limits.
+    assert.equal(field({ limit: 10, windowMs: 1000 }), 'policy');
+    assert.equal(field([p, { policy: p, per: 'route', extra: 1 }]), 'policy[1].extra');
+    // Two limits the headers would call alike.
+    const same = (limit: number) => fixedWindow({ name: 'same', limit, windowMs: 1000 });
+    assert.equal(field([same(1), same(2)]), 'policy');
+    // The same policy on two scopes is two limits, told apart in the headers.
     guardOf({ policy: [p, { policy: p, per: 'tenant' }] });
   });
 });
@@ -277,6 +282,58 @@ describe('guard: skip, identity and responses', () => {
     assert.ok(!JSON.stringify(events).includes('secret-tenant'));
   });
 
+  it('an unnamed policy on a wider scope is named with its scope in the headers', async () => {
+    const p = fixedWindow({ limit: 3, windowMs: 60_000 });
+    const guard = guardOf({ policy: [p, { policy: p, per: 'tenant' }] });
+    const headers = passed(await guard({ tenant: 'a' }));
+    assert.equal(
+      headers['ratelimit-policy'],
+      '"fixed-window-3-per-60000ms";q=3;w=60, "fixed-window-3-per-60000ms@tenant";q=3;w=60',
+    );
+  });
+
+  it('identify or user answering a non-string is a programming error, never a silent 401', async () => {
+    const numeric = guardOf({ identify: () => 42 as unknown as string });
+    await assert.rejects(numeric({}), (error: unknown) => {
+      assert.ok(error instanceof InvalidInputError);
+      assert.equal(error.field, 'identify (its answer)');
+      return true;
+    });
+    const objectUser = guardOf({
+      user: () => ({ id: 7 }) as unknown as string,
+      policy: { policy: fixedWindow({ limit: 1, windowMs: 1000 }), per: 'user' },
+    });
+    await assert.rejects(objectUser({ tenant: 'a' }), InvalidInputError);
+    assert.equal(numeric.counts.unidentified, 0);
+    // null and '' mean "none": 401.
+    assert.equal(refused(await guardOf({ identify: () => null as never })({})).status, 401);
+    assert.equal(refused(await guardOf({ identify: () => '' })({})).status, 401);
+  });
+
+  it('a hook answer that cannot be sent (a promise, a non-string body, a CR/LF header) leaves the guard’s response', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      for (const change of [
+        Promise.resolve({ body: 'x' }),
+        { body: { code: 1 } },
+        { headers: { 'x-a': 'ok\r\nx-evil: 1' } },
+        { headers: { 'bad name': 'v' } },
+      ]) {
+        const guard = guardOf({ responses: { unidentified: () => change as never } });
+        const response = refused(await guard({}));
+        assert.equal(response.status, 401);
+        assert.equal(JSON.parse(response.body).status, 401);
+        assert.equal(response.headers['x-evil'], undefined);
+      }
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.equal(warnings.filter((m) => m.includes('responses.unidentified')).length, 4);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('misspelled options and hooks are refused by name', () => {
     const field = (options: Record<string, unknown>) => {
       try {
@@ -291,5 +348,13 @@ describe('guard: skip, identity and responses', () => {
     assert.equal(field({ responses: { limted: () => undefined } }), 'responses.limted');
     assert.equal(field({ responses: { limited: 'x' } }), 'responses.limited');
     assert.equal(field({ skip: true }), 'skip');
+    assert.equal(field({ headers: { legasy: true } }), 'headers.legasy');
+    assert.equal(field({ headers: { standard: 'no' } }), 'headers.standard');
+    assert.equal(field({ headers: 'none' }), 'headers');
+    assert.equal(field({ shadow: 'true' }), 'shadow');
+    // A misspelled trustProxy would key every client on the proxy's address.
+    assert.throws(() => clientAddressOf({ trustproxy: ['loopback'] } as never), {
+      field: 'options.trustproxy',
+    });
   });
 });
