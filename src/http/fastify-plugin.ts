@@ -7,10 +7,15 @@
  * marker, the one `fastify-plugin` sets), so its hook applies to every route of the
  * instance it is registered on. A route opts in with `config.rateLimit`; the quota is named
  * by the route's method and URL template (`routeOptions.url`, prefixes included), never the
- * raw URL (S1) — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route — and
- * is decided in `onRequest`, before the body is parsed or any handler work.
+ * raw URL (S1) — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route, and a
+ * route taking several methods (`app.all`) is one quota (`ALL`) — and is decided in
+ * `onRequest`, before the body is parsed or any handler work.
+ *
+ * Options are checked when the plugin is registered and each route's `config.rateLimit` when
+ * the route is added (after the plugin), so a misspelling fails `app.ready()`, not requests.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
 import { createGuard, type Guard, type GuardOptions } from './guard.js';
 
@@ -18,7 +23,12 @@ import { createGuard, type Guard, type GuardOptions } from './guard.js';
 export interface FastifyRequestLike {
   readonly method: string;
   readonly headers: IncomingHttpHeaders;
-  readonly routeOptions: { readonly url?: string; readonly config?: unknown };
+  readonly routeOptions: {
+    readonly url?: string;
+    readonly config?: unknown;
+    /** The route's method, or its methods (`app.all`, `method: [...]`). */
+    readonly method?: string | readonly string[];
+  };
 }
 
 /** The part of a Fastify reply this plugin uses. */
@@ -33,6 +43,10 @@ export interface FastifyReplyLike {
 export interface FastifyInstanceLike {
   // biome-ignore lint/suspicious/noExplicitAny: Fastify's hook types are generic per instance; any lets every FastifyInstance pass.
   addHook(name: 'onRequest', hook: (request: any, reply: any) => Promise<unknown>): unknown;
+  // biome-ignore lint/suspicious/noExplicitAny: as above, for the route options.
+  addHook(name: 'onRoute', hook: (routeOptions: any) => void): unknown;
+  hasDecorator(name: string): boolean;
+  decorate(name: string, value: unknown): unknown;
 }
 
 /**
@@ -67,16 +81,56 @@ export type FastifyRateLimitOptions<Req = FastifyRequestLike> = Omit<
   'policy' | 'route'
 >;
 
+/** The decorator that marks an instance the plugin is registered on. */
+const DECORATOR = 'sluiceRateLimit';
+
 /** Options Fastify's `register` itself reads, never the plugin's. */
 const REGISTER_OPTIONS = new Set(['prefix', 'logLevel', 'logSerializers']);
 
-/** The quota's name: the method (`HEAD` as `GET`) and the route's URL template. */
-function routeOf(request: FastifyRequestLike): string {
+/**
+ * The method part of a quota's name. A route that takes one method (and `HEAD` from a `GET`
+ * route) is named by it, `HEAD` as `GET`; a route that takes several — `app.all()`,
+ * `method: ['GET', 'POST']` — is one quota whatever method the client picks: `ALL` when it
+ * takes every common method, else its methods sorted and joined (`GET,POST`).
+ */
+function methodPart(method: string, routeMethods: string | readonly string[] | undefined): string {
+  const methods = new Set(
+    (Array.isArray(routeMethods) ? routeMethods : [routeMethods ?? method]).map((m: string) =>
+      m.toUpperCase() === 'HEAD' ? 'GET' : m.toUpperCase(),
+    ),
+  );
+  if (methods.size <= 1) return method === 'HEAD' ? 'GET' : method;
+  if (['GET', 'POST', 'PUT', 'DELETE', 'PATCH'].every((m) => methods.has(m))) return 'ALL';
+  return [...methods].sort().join(',');
+}
+
+/**
+ * The quota's name: the route's method part and its URL template. `declared` holds the method
+ * part each route declared (per `config.rateLimit` object and URL), so that the `HEAD` route
+ * Fastify adds for a `GET` route — with the same config — is named like the route it serves.
+ */
+function routeOf(request: FastifyRequestLike, declared: string | undefined): string {
   const url = request.routeOptions.url;
   if (typeof url !== 'string' || url.length === 0) {
     throw new InvalidInputError('route', 'a request matched to a route with a URL template', url);
   }
-  return `${request.method === 'HEAD' ? 'GET' : request.method}${url}`;
+  return `${declared ?? methodPart(request.method, request.routeOptions.method)}${url}`;
+}
+
+/** A placeholder policy, to check the shared options when the plugin is registered. */
+const CHECK_POLICY = fixedWindow({ name: 'options-check', limit: 1, windowMs: 1000 });
+
+/** `config.rateLimit`: an object, or `undefined`/`false` for a route that is not limited. */
+function routeConfig(value: unknown, where: string): FastifyRouteRateLimit | undefined {
+  if (value === undefined || value === false) return undefined;
+  if (typeof value !== 'object' || value === null) {
+    throw new InvalidInputError(
+      `${where} config.rateLimit`,
+      '{ policy, … }, or false for a route without a limit',
+      value,
+    );
+  }
+  return value as FastifyRouteRateLimit;
 }
 
 /** The Fastify plugin: a function Fastify calls with the instance and the options. */
@@ -92,10 +146,43 @@ const plugin = async (
   const shared = Object.fromEntries(
     Object.entries(options ?? {}).filter(([key]) => !REGISTER_OPTIONS.has(key)),
   ) as FastifyRateLimitOptions;
+  // Registered twice, every request would be counted twice.
+  if (instance.hasDecorator(DECORATOR)) {
+    throw new InvalidInputError(
+      'fastifyRateLimit',
+      'registered once per Fastify instance (it applies to every route of it and its children)',
+      'a second registration',
+    );
+  }
+  instance.decorate(DECORATOR, true);
+  // Misspelled or invalid options fail registration (app.ready()), not the first request.
+  createGuard({ ...shared, policy: CHECK_POLICY, route: 'options-check' });
+  // The method part each limited route declared, per config object and URL.
+  const declared = new WeakMap<object, Map<string, string>>();
+  instance.addHook(
+    'onRoute',
+    (routeOptions: { method?: string | string[]; url?: unknown; config?: unknown }) => {
+      const where = `${String(routeOptions.method)} ${String(routeOptions.url)}`;
+      const config = routeConfig(
+        (routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit,
+        where,
+      );
+      if (config === undefined) return;
+      createGuard({ ...shared, ...config, route: 'options-check' });
+      const { method, url } = routeOptions;
+      if (typeof url !== 'string' || method === undefined || method === 'HEAD') return;
+      let byUrl = declared.get(config);
+      if (byUrl === undefined) {
+        byUrl = new Map();
+        declared.set(config, byUrl);
+      }
+      byUrl.set(url, methodPart(typeof method === 'string' ? method : 'GET', method));
+    },
+  );
   // One guard per route config and route name, made on its first request.
   const guards = new WeakMap<object, Map<string, Guard<FastifyRequestLike>>>();
   const guardOf = (request: FastifyRequestLike, config: object): Guard<FastifyRequestLike> => {
-    const route = routeOf(request);
+    const route = routeOf(request, declared.get(config)?.get(request.routeOptions.url ?? ''));
     let byRoute = guards.get(config);
     if (byRoute === undefined) {
       byRoute = new Map();
@@ -113,11 +200,11 @@ const plugin = async (
     return guard;
   };
   instance.addHook('onRequest', async (request: FastifyRequestLike, reply: FastifyReplyLike) => {
-    const config = (request.routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit;
+    const config = routeConfig(
+      (request.routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit,
+      `${request.method} ${request.routeOptions.url}`,
+    );
     if (config === undefined) return;
-    if (typeof config !== 'object' || config === null) {
-      throw new InvalidInputError('config.rateLimit', 'an object with a policy', config);
-    }
     const verdict = await guardOf(request, config)(request);
     if (!verdict.pass) {
       const { status, headers, body } = verdict.response;

@@ -147,4 +147,65 @@ describe('Fastify plugin', () => {
     assert.ok(handled <= 2, `handler ran ${handled} times for a limit of 2`);
     await app.close();
   });
+
+  it('a route taking several methods is one quota: app.all is ALL, a method list is its methods', async () => {
+    const app = Fastify();
+    const routes: string[] = [];
+    let handled = 0;
+    await app.register(fastifyRateLimit, {
+      limiter: new RateLimiter({ client: await redis.client() }),
+      identify: () => 'one-tenant-for-all',
+      onOutcome: (event) => routes.push(event.route),
+    });
+    const rateLimit = { policy: fixedWindow({ limit: 2, windowMs: 60_000 }) };
+    app.all('/any', { config: { rateLimit } }, async () => {
+      handled++;
+      return 'ok';
+    });
+    app.route({
+      method: ['GET', 'POST'],
+      url: '/two',
+      config: { rateLimit },
+      handler: async () => 'ok',
+    });
+    await app.ready();
+    const statuses: number[] = [];
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const) {
+      statuses.push((await app.inject({ method, url: '/any' })).statusCode);
+    }
+    assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429]);
+    assert.equal(handled, 2);
+    assert.equal((await app.inject({ method: 'GET', url: '/two' })).statusCode, 200);
+    assert.equal((await app.inject({ method: 'POST', url: '/two' })).statusCode, 200);
+    assert.equal((await app.inject({ method: 'HEAD', url: '/two' })).statusCode, 429);
+    assert.deepEqual([...new Set(routes)], ['ALL/any', 'GET,POST/two']);
+    await app.close();
+  });
+
+  it('bad options fail app.ready(), not requests; rateLimit: false is no limit; registering twice is refused', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 1, windowMs: 60_000 });
+    const misspelt = Fastify();
+    misspelt.register(fastifyRateLimit, { limiter, identfy: () => 'a' } as never);
+    await assert.rejects(async () => misspelt.ready(), { field: 'options.identfy' });
+    const badRoute = Fastify();
+    await badRoute.register(fastifyRateLimit, { limiter, identify: () => 'a' });
+    assert.throws(
+      () =>
+        badRoute.get('/x', { config: { rateLimit: { polcy: policy } as never } }, async () => 'ok'),
+      { field: 'options.polcy' },
+    );
+    const twice = Fastify();
+    await twice.register(fastifyRateLimit, { limiter, identify: () => 'a' });
+    twice.register(fastifyRateLimit, { limiter, identify: () => 'a' });
+    await assert.rejects(async () => twice.ready(), { field: 'fastifyRateLimit' });
+    const off = Fastify();
+    await off.register(fastifyRateLimit, { limiter, identify: () => 'a' });
+    off.get('/free', { config: { rateLimit: false as never } }, async () => 'ok');
+    await off.ready();
+    for (let i = 0; i < 3; i++) {
+      assert.equal((await off.inject({ method: 'GET', url: '/free' })).statusCode, 200);
+    }
+    await Promise.all([misspelt, badRoute, twice, off].map((app) => app.close().catch(() => {})));
+  });
 });
