@@ -195,9 +195,11 @@ function resetSecondsOf(decision: Decision): number {
  * draft-ietf-httpapi-ratelimit-headers-08 and later: every policy in `RateLimit-Policy`
  * (`"name";q=…;w=…, "other";q=…;w=…`) and each decided one in `RateLimit`
  * (`"name";r=…;t=…, …`) — `q` the quota, `w` its window in seconds, `r` the units left,
- * `t` delta seconds to a clean state (on a denial, the `Retry-After` instant). Every value
- * is a valid Structured Field item: names are quoted strings, integers have at most 15 digits
- * (policy builders refuse limits above that, so nothing is ever capped in practice).
+ * `t` delta seconds to a clean state (on a denial, the `Retry-After` instant). A quota
+ * window that is not a whole number of seconds is advertised at its rate over `w` (rounded
+ * up): `q` = ⌊limit × w × 1000 / windowMs⌋. Every value is a valid Structured Field item:
+ * names are quoted strings, integers have at most 15 digits (policy builders refuse limits
+ * above that; only a sub-second window's scaled `q` of such a limit could reach the cap).
  *
  * The legacy `X-RateLimit-*` fields hold one policy: the most restrictive decided one (the
  * longest wait when refused, else the fewest units left).
@@ -213,7 +215,13 @@ export function rateLimitHeaderList(
     for (const report of reports) {
       const name = sfString(report.name);
       const w = Math.max(1, Math.ceil(report.quotaWindowMs / 1000));
-      policies.push(`${name};q=${sfInteger(report.limit)};w=${sfInteger(w)}`);
+      // `w` is whole seconds: a window that is not is advertised at its rate over `w`
+      // (3 per 100 ms → q=30;w=1; 3 per 1500 ms → q=4;w=2), never as 3 per second.
+      const q =
+        report.quotaWindowMs === w * 1000
+          ? report.limit
+          : Math.floor((report.limit * w * 1000) / report.quotaWindowMs);
+      policies.push(`${name};q=${sfInteger(q)};w=${sfInteger(w)}`);
       if (report.decision !== undefined) {
         const { remaining } = report.decision;
         states.push(

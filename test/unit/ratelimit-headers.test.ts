@@ -93,6 +93,18 @@ describe('rate-limit headers are valid Structured Fields at every accepted param
   });
 });
 
+describe('windows that are not whole seconds', () => {
+  const policyHeader = (limit: number, quotaWindowMs: number) =>
+    rateLimitHeaderList([{ name: 'p', limit, quotaWindowMs }])['ratelimit-policy'];
+
+  it('are advertised at their rate over w: 3 per 100 ms is q=30;w=1, never 3 per second', () => {
+    assert.equal(policyHeader(3, 100), '"p";q=30;w=1');
+    assert.equal(policyHeader(3, 1500), '"p";q=4;w=2');
+    assert.equal(policyHeader(7, 999), '"p";q=7;w=1');
+    assert.equal(policyHeader(3, 60_000), '"p";q=3;w=60');
+  });
+});
+
 describe('several policies: the draft’s List syntax', () => {
   const allowed = (remaining: number, resetMs: number) => ({
     allowed: true,
