@@ -160,6 +160,8 @@ async function demo(json: boolean): Promise<number> {
   } catch (error) {
     if (error instanceof NoRedisError) {
       console.error(error.message);
+      // Scripts reading --json get an object whatever happened.
+      if (json) console.log(JSON.stringify({ pass: false, error: error.message }, null, 2));
       return 2;
     }
     throw error;

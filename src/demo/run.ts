@@ -14,6 +14,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createRedisClient } from '../stores/node-redis.js';
 import { issueToken } from './identity.js';
 import { hasRedisServer, type PrivateRedis, startRedisServer } from './redis-server.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
@@ -50,6 +51,25 @@ export interface DemoReport {
 /** Raised when no Redis can be found; the message says how to get one. */
 export class NoRedisError extends Error {}
 
+/** `REDIS_URL`'s host when it is a URL that a Redis answers on; else a `NoRedisError`. */
+async function reachable(redisUrl: string): Promise<string> {
+  let host: string;
+  try {
+    host = new URL(redisUrl).host;
+  } catch {
+    throw new NoRedisError(`REDIS_URL is not a URL: ${JSON.stringify(redisUrl)}`);
+  }
+  try {
+    const client = await createRedisClient({ url: redisUrl, reconnect: false, onError: () => {} });
+    client.destroy();
+  } catch (error) {
+    throw new NoRedisError(
+      `REDIS_URL (${host}) does not answer: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  return host;
+}
+
 const LIMIT = 10;
 const WINDOW_MS = 1000;
 const REQUESTS = 30;
@@ -61,7 +81,7 @@ export async function runDemo(log: (line: string) => void = () => {}): Promise<D
     let redisUrl = process.env.REDIS_URL;
     let redisLabel: string;
     if (redisUrl) {
-      redisLabel = `REDIS_URL (${new URL(redisUrl).host})`;
+      redisLabel = `REDIS_URL (${await reachable(redisUrl)})`;
     } else if (hasRedisServer()) {
       const redis: PrivateRedis = await startRedisServer();
       cleanups.push(() => redis.stop());

@@ -41,4 +41,22 @@ describe('sluice demo', () => {
     await assert.rejects(run(process.execPath, [cli, 'nope']), { code: 2 });
     await assert.rejects(run(process.execPath, [cli, 'demo', '--bogus']), { code: 2 });
   });
+
+  it('a REDIS_URL that does not answer, or is not a URL, is a setup error: exit 2, a JSON answer, no stack traces', async () => {
+    const run = promisify(execFile);
+    for (const url of ['redis://127.0.0.1:1', 'not a url']) {
+      const failed = await run(process.execPath, [cli, 'demo', '--json'], {
+        env: { ...process.env, REDIS_URL: url },
+        timeout: 30_000,
+      }).then(
+        () => assert.fail(`exit 0 with REDIS_URL=${url}`),
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+      assert.equal(failed.code, 2, url);
+      const answer = JSON.parse(failed.stdout);
+      assert.equal(answer.pass, false);
+      assert.match(answer.error, /REDIS_URL/);
+      assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
+    }
+  });
 });
