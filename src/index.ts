@@ -52,6 +52,14 @@ export {
   RateLimiter,
   type RateLimiterOptions,
 } from './limiter.js';
+export type {
+  DecisionEvent,
+  DecisionOutcome,
+  LimiterSource,
+  Metrics,
+  RedisEvent,
+  RequestEvent,
+} from './metrics/types.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export {
   type CreateRedisClientOptions,
@@ -60,4 +68,11 @@ export {
   NodeRedisStore,
 } from './stores/node-redis.js';
 export type { ScriptStore } from './stores/store.js';
-export type { Decision, Scope, TakeAllItem, TakeAllResult, TakeOptions } from './types.js';
+export type {
+  Decision,
+  Scope,
+  TakeAllItem,
+  TakeAllOptions,
+  TakeAllResult,
+  TakeOptions,
+} from './types.js';

@@ -22,6 +22,7 @@ import {
   UnavailableError,
 } from './errors.js';
 import { resetEpochKey, scopeKey, tenantTag } from './key.js';
+import type { DecisionEvent, DecisionOutcome, Metrics } from './metrics/types.js';
 import {
   EPOCH_POLL_MS,
   EPOCH_TTL_MS,
@@ -31,7 +32,14 @@ import {
 } from './reset-epoch.js';
 import { type NodeRedisClientLike, NodeRedisStore } from './stores/node-redis.js';
 import type { ScriptStore } from './stores/store.js';
-import type { Decision, Scope, TakeAllItem, TakeAllResult, TakeOptions } from './types.js';
+import type {
+  Decision,
+  Scope,
+  TakeAllItem,
+  TakeAllOptions,
+  TakeAllResult,
+  TakeOptions,
+} from './types.js';
 import {
   MAX_TIMER_MS,
   optionalPositiveInteger,
@@ -80,6 +88,23 @@ export interface RateLimiterOptions {
    * default 10,000) bounds its memory.
    */
   readonly denialCache?: false | { readonly maxEntries?: number };
+  /**
+   * A metrics sink (`prometheusMetrics()` from `sluice/prometheus`, `openTelemetryMetrics()`
+   * from `sluice/opentelemetry`, or your own `Metrics`): every decided policy, its latency
+   * and the calls in flight. Unset: nothing is measured.
+   */
+  readonly metrics?: Metrics;
+  /**
+   * Called with each decided policy's {@link DecisionEvent} (outcome, policy name, route,
+   * latency, the call's `requestId`), e.g. to log it. An error it throws is reported as a
+   * process warning and changes no decision.
+   */
+  readonly onDecision?: (event: DecisionEvent) => void;
+  /**
+   * Put the tenant in decision events (`onDecision` only; metrics never carry it). Default
+   * `false`: tenants are often personal data, log them only where that is allowed (S24).
+   */
+  readonly eventTenant?: boolean;
 }
 
 /** Counts of outcomes since the limiter was created, plus calls in flight now. */
@@ -119,6 +144,9 @@ const RATE_LIMITER_OPTIONS = [
   'maxInFlight',
   'maxBatchSize',
   'denialCache',
+  'metrics',
+  'onDecision',
+  'eventTenant',
 ] as const;
 /** Largest `maxBatchSize`: one script call blocks Redis while it runs; keep it short. */
 export const MAX_BATCH_SIZE = 1024;
@@ -205,6 +233,8 @@ class Target {
 abstract class InFlight implements DeadlineEntry, BatchRequest {
   deadline = 0;
   settled = false;
+  /** What decision events need, when the limiter reports them (see `Observer`). */
+  meta: CallMeta | undefined = undefined;
   abstract readonly op: 't' | 'p' | 'r';
   abstract readonly size: number;
   abstract readonly script: LuaScript | undefined;
@@ -325,6 +355,89 @@ class ResetCall extends InFlight {
 
 type AnyCall = InFlight;
 
+/** What an observed take or takeAll reports: its items, request id and start. */
+interface CallMeta {
+  readonly targets: readonly Target[];
+  readonly operation: 'take' | 'takeAll';
+  readonly requestId: string | undefined;
+  /** `performance.now()` when the call was made. */
+  readonly startedAt: number;
+}
+
+/**
+ * Delivers decision events to the metrics sink and `onDecision`: one event per decided
+ * policy. Exists only when one of them was given, so an unobserved limiter builds nothing.
+ */
+class Observer {
+  constructor(
+    readonly metrics: Metrics | undefined,
+    readonly onDecision: ((event: DecisionEvent) => void) | undefined,
+    readonly withTenant: boolean,
+  ) {}
+
+  /** Events for every item of a call, with the call's outcome. */
+  report(
+    meta: CallMeta,
+    outcome: DecisionOutcome,
+    cached: boolean,
+    decisions?: readonly Decision[],
+    error?: Error,
+  ): void {
+    const latencyMs =
+      cached || outcome === 'overload' ? 0 : Math.max(0, performance.now() - meta.startedAt);
+    for (let i = 0; i < meta.targets.length; i++) {
+      const { policy, parts } = meta.targets[i] as Target;
+      const decision = decisions?.[i];
+      this.deliver({
+        outcome,
+        policy: policy.name,
+        latencyMs,
+        cached,
+        operation: meta.operation,
+        ...(parts.route === undefined ? {} : { route: parts.route }),
+        ...(meta.requestId === undefined ? {} : { requestId: meta.requestId }),
+        ...(this.withTenant ? { tenant: parts.tenant } : {}),
+        ...(decision === undefined ? {} : { decision }),
+        ...(error === undefined ? {} : { error }),
+      });
+    }
+  }
+
+  /** A call refused for bad input: one event, naming the policy when it was one. */
+  invalid(operation: 'take' | 'takeAll', policy: unknown, error: Error): void {
+    this.deliver({
+      outcome: 'invalid',
+      policy: isPolicy(policy) ? policy.name : '',
+      latencyMs: 0,
+      cached: false,
+      operation,
+      error,
+    });
+  }
+
+  deliver(event: DecisionEvent): void {
+    if (this.metrics !== undefined) {
+      try {
+        this.metrics.decision(event);
+      } catch (error) {
+        observerFailed('metrics.decision', error);
+      }
+    }
+    if (this.onDecision !== undefined) {
+      try {
+        this.onDecision(event);
+      } catch (error) {
+        observerFailed('onDecision', error);
+      }
+    }
+  }
+}
+
+/** An observer's error: reported, never allowed to change a decision. */
+function observerFailed(what: string, error: unknown): void {
+  process.emitWarning(`sluice ${what} threw: ${String(error)}`, { code: 'SLUICE_OBSERVER_ERROR' });
+}
+
 /** The limiter's state, shared with its calls. */
 class Engine {
   readonly stats: LimiterStats = {
@@ -360,6 +473,8 @@ class Engine {
     /** The store's clock (ms), which times the denial cache. */
     readonly clock: () => number,
     readonly epochKey: string,
+    /** Decision events' destination; undefined when nothing observes this limiter. */
+    readonly observer: Observer | undefined,
   ) {}
 
   /** A cached denial for a take of `cost` on `target`'s scope, if the cache holds one. */
@@ -474,6 +589,9 @@ class Engine {
     if (dry) this.stats.peeks++;
     else if (decision.allowed) this.stats.allowed++;
     else this.stats.limited++;
+    if (call.meta !== undefined) {
+      this.observer?.report(call.meta, decision.allowed ? 'allowed' : 'limited', false, [decision]);
+    }
     call.resolve(decision);
   }
 
@@ -507,6 +625,9 @@ class Engine {
     if (!this.deadlines.settle(call)) return;
     if (allowed) this.stats.allowed++;
     else this.stats.limited++;
+    if (call.meta !== undefined) {
+      this.observer?.report(call.meta, allowed ? 'allowed' : 'limited', false, decisions);
+    }
     call.resolve({ allowed, decisions, retryAfterMs: allowed ? 0 : retryAfterMs, cached: false });
   }
 
@@ -541,12 +662,19 @@ class Engine {
         : toUnavailable(error);
     if (failure instanceof StoreError) this.stats.storeError++;
     else this.stats.unavailable++;
+    if (call.meta !== undefined) {
+      const outcome = failure instanceof StoreError ? 'store_error' : 'unavailable';
+      this.observer?.report(call.meta, outcome, false, undefined, failure);
+    }
     call.reject(failure);
   }
 
   expired(call: AnyCall): void {
     this.stats.timeout++;
-    call.reject(new TimeoutError(this.deadlines.timeoutMs));
+    const error = new TimeoutError(this.deadlines.timeoutMs);
+    if (call.meta !== undefined)
+      this.observer?.report(call.meta, 'timeout', false, undefined, error);
+    call.reject(error);
   }
 }
 
@@ -630,6 +758,15 @@ export class RateLimiter {
             ),
           );
     const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
+    const metrics = checkMetrics(read('metrics'));
+    const onDecision = read('onDecision');
+    if (onDecision !== undefined && typeof onDecision !== 'function') {
+      throw new InvalidInputError('options.onDecision', 'a function', onDecision);
+    }
+    const eventTenant = read('eventTenant');
+    if (eventTenant !== undefined && typeof eventTenant !== 'boolean') {
+      throw new InvalidInputError('options.eventTenant', 'true or false', eventTenant);
+    }
     this.#coalescer = new Coalescer(store, maxBatchSize, clock);
     this.#engine = new Engine(
       store,
@@ -637,7 +774,23 @@ export class RateLimiter {
       denials,
       clock,
       resetEpochKey(namespace),
+      metrics === undefined && onDecision === undefined
+        ? undefined
+        : new Observer(
+            metrics,
+            onDecision as ((event: DecisionEvent) => void) | undefined,
+            eventTenant === true,
+          ),
     );
+    if (metrics !== undefined) {
+      // A weak reference: a sink outliving the limiter must not keep it alive.
+      const engine = new WeakRef(this.#engine);
+      try {
+        metrics.attach({ timeoutMs, inFlight: () => engine.deref()?.stats.inFlight });
+      } catch (error) {
+        observerFailed('metrics.attach', error);
+      }
+    }
     // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);
     this.takeAll = this.takeAll.bind(this);
@@ -680,20 +833,28 @@ export class RateLimiter {
    * may name the same scope under the same policy.
    *
    * @param items 1 to 16 of `{ scope, policy, cost? }`.
+   * @param options `requestId` for decision events.
    * @returns see {@link TakeAllResult}.
    * @throws {InvalidInputError} no items or more than 16, an invalid item (`items[i]…`),
    *   items of different tenants, or a repeated scope and policy (nothing sent to Redis).
    * @throws the failures of {@link take}; a failure rejects the whole call.
    */
-  takeAll(items: readonly TakeAllItem[]): Promise<TakeAllResult> {
+  takeAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<TakeAllResult> {
     const engine = this.#engine;
     let targets: Target[];
+    let requestId: string | undefined;
     try {
       targets = this.#targets(items);
+      requestId = readRequestId(options, 'options');
     } catch (error) {
       engine.stats.invalid++;
+      engine.observer?.invalid('takeAll', undefined, error as Error);
       return Promise.reject(error);
     }
+    const meta: CallMeta | undefined =
+      engine.observer === undefined
+        ? undefined
+        : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
     let cached: Decision[] | undefined;
     let retryAfterMs = 0;
     for (let j = 0; j < targets.length; j++) {
@@ -718,9 +879,10 @@ export class RateLimiter {
     if (cached !== undefined) {
       engine.stats.limited++;
       engine.stats.cachedDenials++;
+      if (meta !== undefined) engine.observer?.report(meta, 'limited', true, cached);
       return Promise.resolve({ allowed: false, decisions: cached, retryAfterMs, cached: true });
     }
-    return this.#send((resolve, reject) => new GroupCall(engine, targets, resolve, reject));
+    return this.#send((resolve, reject) => new GroupCall(engine, targets, resolve, reject), meta);
   }
 
   /**
@@ -743,6 +905,7 @@ export class RateLimiter {
     return this.#send(
       (resolve, reject) =>
         new ResetCall(this.#engine, target.key, target.localKey, resolve, reject),
+      undefined,
     );
   }
 
@@ -765,18 +928,27 @@ export class RateLimiter {
   #decide(op: 't' | 'p', scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
     const engine = this.#engine;
     let target: Target;
+    let requestId: string | undefined;
     try {
       target = this.#target(scope, policy, options, 'scope', 'policy', 'options');
+      requestId = readRequestId(options, 'options');
     } catch (error) {
       engine.stats.invalid++;
+      if (op === 't') engine.observer?.invalid('take', policy, error as Error);
       return Promise.reject(error);
     }
+    // Peeks decide nothing: only takes are reported.
+    const meta: CallMeta | undefined =
+      engine.observer === undefined || op === 'p'
+        ? undefined
+        : { targets: [target], operation: 'take', requestId, startedAt: performance.now() };
     const held = engine.held(target.localKey, policy, target.cost);
     if (held !== undefined) {
       if (op === 'p') engine.stats.peeks++;
       else {
         engine.stats.limited++;
         engine.stats.cachedDenials++;
+        if (meta !== undefined) engine.observer?.report(meta, 'limited', true, [held]);
       }
       return Promise.resolve(held);
     }
@@ -794,23 +966,28 @@ export class RateLimiter {
           resolve,
           reject,
         ),
+      meta,
     );
   }
 
   /** The in-flight cap, the deadline and the coalescer, for every kind of call. */
   #send<T>(
     make: (resolve: (value: T) => void, reject: (error: Error) => void) => AnyCall,
+    meta: CallMeta | undefined,
   ): Promise<T> {
     const engine = this.#engine;
     const now = performance.now();
     if (engine.stats.inFlight >= this.#maxInFlight) {
       engine.stats.overload++;
-      return Promise.reject(new OverloadError(this.#maxInFlight));
+      const error = new OverloadError(this.#maxInFlight);
+      if (meta !== undefined) engine.observer?.report(meta, 'overload', false, undefined, error);
+      return Promise.reject(error);
     }
     engine.stats.inFlight++;
     engine.firstEpochRead();
     return new Promise<T>((resolve, reject) => {
       const call = make(resolve, reject);
+      call.meta = meta;
       engine.deadlines.track(call, now);
       this.#coalescer.add(call);
     });
@@ -911,6 +1088,32 @@ export class RateLimiter {
     }
     return compiled;
   }
+}
+
+/** The `requestId` option: absent, or a string of 1–256 characters. */
+function readRequestId(options: TakeOptions | TakeAllOptions | undefined, field: string) {
+  if (options === undefined) return undefined;
+  const id = readProperty(options, 'requestId', field);
+  if (id === undefined) return undefined;
+  if (typeof id !== 'string' || id.length === 0 || id.length > 256) {
+    throw new InvalidInputError(`${field}.requestId`, 'a string of 1 to 256 characters', id);
+  }
+  return id;
+}
+
+/** The `metrics` option: absent, or an object with the four methods of `Metrics`. */
+function checkMetrics(value: unknown): Metrics | undefined {
+  if (value === undefined) return undefined;
+  for (const method of ['decision', 'request', 'redisEvent', 'attach']) {
+    if (typeof readProperty(value, method, 'options.metrics') !== 'function') {
+      throw new InvalidInputError(
+        'options.metrics',
+        'a Metrics (prometheusMetrics(), openTelemetryMetrics(), or an object with decision, request, redisEvent and attach)',
+        value,
+      );
+    }
+  }
+  return value as Metrics;
 }
 
 function takeCost(options: TakeOptions | undefined, field: string): number {

@@ -58,6 +58,17 @@ export interface Decision {
 export interface TakeOptions {
   /** Units this request consumes: a positive safe integer. Default 1. */
   readonly cost?: number;
+  /**
+   * The request's id, passed through to decision events (`onDecision`) to correlate them
+   * with your logs: 1–256 characters. Never part of the key or the decision.
+   */
+  readonly requestId?: string;
+}
+
+/** Options of one `takeAll` call. */
+export interface TakeAllOptions {
+  /** As in {@link TakeOptions}: passed through to every item's decision event. */
+  readonly requestId?: string;
 }
 
 /** One item of `takeAll`: a scope, its policy and the units to spend (default 1). */

@@ -7,6 +7,7 @@
 import { MAX_WINDOW_MS } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import type { RateLimiter } from '../limiter.js';
+import type { Metrics } from '../metrics/types.js';
 import type { Decision, Scope, TakeAllItem } from '../types.js';
 import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../validate.js';
 import {
@@ -202,6 +203,17 @@ export interface GuardOptions<Req> {
   /** Hooks that shape the `429`, `503` and `401` bodies (see {@link ResponseHooks}). */
   readonly responses?: ResponseHooks<Req>;
   /**
+   * A metrics sink (see `Metrics`, e.g. `prometheusMetrics()`) that counts each request's
+   * outcome by route (`sluice_http_requests_total`). Give the limiter the same sink for the
+   * decisions themselves.
+   */
+  readonly metrics?: Pick<Metrics, 'request'>;
+  /**
+   * The request's id (e.g. from an `X-Request-Id` your edge sets, or your logger's), passed
+   * to the limiter so that decision events (`onDecision`) carry it. May return `undefined`.
+   */
+  readonly requestId?: (req: Req) => string | undefined;
+  /**
    * The `WWW-Authenticate` challenge of the `401` (RFC 9110 §11.6.1), e.g.
    * `'Bearer realm="api"'`. Default `"Bearer"`.
    */
@@ -226,6 +238,8 @@ export const GUARD_OPTION_KEYS: readonly string[] = [
   'headers',
   'responses',
   'wwwAuthenticate',
+  'metrics',
+  'requestId',
 ];
 
 /** What the guard decided for one request. */
@@ -276,7 +290,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
   }
-  for (const name of ['user', 'skip', 'onOutcome'] as const) {
+  for (const name of ['user', 'skip', 'onOutcome', 'requestId'] as const) {
     const hook = options[name];
     if (hook !== undefined && typeof hook !== 'function') {
       throw new InvalidInputError(name, 'a function', hook);
@@ -373,8 +387,20 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     process.emitWarning(`sluice ${what} failed: ${String(error)}`, {
       code: 'SLUICE_OBSERVER_ERROR',
     });
+  const metrics = options.metrics;
+  if (metrics !== undefined && typeof metrics?.request !== 'function') {
+    throw new InvalidInputError('metrics', 'a Metrics (with request)', metrics);
+  }
+  const requestIdOf = options.requestId;
   const record = (event: HttpOutcomeEvent) => {
     counts[event.outcome]++;
+    if (metrics !== undefined) {
+      try {
+        metrics.request({ outcome: event.outcome, route: event.route, shadow: shadow });
+      } catch (error) {
+        warn('metrics.request', error);
+      }
+    }
     if (onOutcome === undefined) return;
     try {
       onOutcome(event);
@@ -464,19 +490,29 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
       if (user === undefined) return unidentified(req, route, names);
     }
     const cost = typeof costOf === 'function' ? costOf(req) : costOf;
+    const requestId = requestIdOf?.(req);
     let decisions: readonly Decision[];
     let cached = false;
     try {
       if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
-        decisions = [await limiter.take(scopeOf(only, tenant, route, user), only.policy, { cost })];
+        decisions = [
+          await limiter.take(
+            scopeOf(only, tenant, route, user),
+            only.policy,
+            requestId === undefined ? { cost } : { cost, requestId },
+          ),
+        ];
       } else {
         const items: TakeAllItem[] = limits.map((limit) => ({
           scope: scopeOf(limit, tenant, route, user),
           policy: limit.policy,
           cost,
         }));
-        const result = await limiter.takeAll(items);
+        const result = await limiter.takeAll(
+          items,
+          requestId === undefined ? undefined : { requestId },
+        );
         decisions = result.decisions;
         cached = result.cached;
       }

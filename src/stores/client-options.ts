@@ -31,6 +31,15 @@ const schema = z.strictObject({
     .refine((v) => v === 0 || v >= 100, `0 (off) or an integer from 100 to ${MAX_TIMER_MS}`)
     .optional(),
   onStall: callback.optional(),
+  metrics: z
+    .custom<object>(
+      (value) =>
+        typeof value === 'object' &&
+        value !== null &&
+        typeof (value as { redisEvent?: unknown }).redisEvent === 'function',
+      'a Metrics (with redisEvent)',
+    )
+    .optional(),
 });
 
 /** The options, checked; `undefined` is `{}`. */

@@ -9,6 +9,7 @@ import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
+import type { Metrics, RedisEvent } from '../metrics/types.js';
 import { checkClientOptions } from './client-options.js';
 import { watchForStalls } from './stall-watchdog.js';
 import type { ScriptStore } from './store.js';
@@ -119,6 +120,11 @@ export interface CreateRedisClientOptions {
   readonly stallTimeoutMs?: number;
   /** Called once per recycled (stalled) connection, with the error also given to `onError`. */
   readonly onStall?: (error: UnavailableError) => void;
+  /**
+   * A metrics sink (see `Metrics`) that counts this client's connection events:
+   * `connection_error`, `reconnect`, `stall_recycle`.
+   */
+  readonly metrics?: Pick<Metrics, 'redisEvent'>;
 }
 
 /**
@@ -142,9 +148,21 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
       const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
       const delay = Math.round(base / 2 + Math.random() * (base / 2));
       options.onReconnect?.(retries + 1, delay);
+      count('reconnect');
       return delay;
     },
   };
+  const metrics = options.metrics;
+  function count(event: RedisEvent): void {
+    if (metrics === undefined) return;
+    try {
+      metrics.redisEvent(event);
+    } catch (error) {
+      process.emitWarning(`sluice metrics.redisEvent threw: ${String(error)}`, {
+        code: 'SLUICE_OBSERVER_ERROR',
+      });
+    }
+  }
   const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
   const stallTimeoutMs = options.stallTimeoutMs ?? 2000;
   const client = createClient({
@@ -157,7 +175,8 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   // `createRedisClient` carries the error.
   const warn = throttledWarning();
   const onError = options.onError ?? ((error: Error) => connected && warn(error));
-  const report = (error: Error) => {
+  const report = (error: Error, event: RedisEvent = 'connection_error') => {
+    count(event);
     try {
       onError(error);
     } catch (thrown) {
@@ -167,7 +186,7 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
       });
     }
   };
-  client.on('error', report);
+  client.on('error', (error: Error) => report(error));
   client.on('ready', () => {
     connected = true;
   });
@@ -182,7 +201,7 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
       stallTimeoutMs,
       reconnect,
       onStall: (error) => {
-        report(error);
+        report(error, 'stall_recycle');
         options.onStall?.(error);
       },
     });

@@ -1,0 +1,96 @@
+/**
+ * What sluice reports for observation: one event per decided policy, one per HTTP request,
+ * one per Redis connection event, and the calls in flight. The core only calls a
+ * {@link Metrics} it was given (`metrics` option of `RateLimiter`, the HTTP adapters and
+ * `createRedisClient`) and an `onDecision` callback; it loads no metrics library.
+ * `sluice/prometheus` and `sluice/opentelemetry` implement `Metrics`. With neither given,
+ * nothing is measured (no clock read, no event built).
+ */
+import type { HttpOutcome } from '../http/guard.js';
+import type { Decision } from '../types.js';
+
+/**
+ * How one decision ended: `allowed`, `limited` (also from the local denial cache),
+ * `invalid` (bad input, nothing sent), `timeout` (the deadline passed; quota may have been
+ * spent), `unavailable` (Redis unreachable or not serving), `overload` (`maxInFlight`
+ * reached, nothing sent), `store_error` (Redis answered with an error reply).
+ */
+export type DecisionOutcome =
+  | 'allowed'
+  | 'limited'
+  | 'invalid'
+  | 'timeout'
+  | 'unavailable'
+  | 'overload'
+  | 'store_error';
+
+/**
+ * One policy's decision in a `take` or `takeAll` (a `takeAll` of 3 gives 3 events, each with
+ * the call's outcome: a refused `takeAll` spends nothing on any item, so every item is
+ * `limited`; `decision.retryAfterMs > 0` tells the items that refused). `peek` and `reset`
+ * are not decisions and give none. Carries the tenant only when the limiter was told to
+ * (`eventTenant: true`); never the user.
+ */
+export interface DecisionEvent {
+  readonly outcome: DecisionOutcome;
+  /** The policy's name (see `Policy.name`); `""` when the input named no valid policy. */
+  readonly policy: string;
+  /** The scope's route, when it has one and the input was valid. */
+  readonly route?: string;
+  /**
+   * From the call to its settlement, in ms (fractional): the Redis round trip and the wait
+   * for the batch; 0 for answers given without Redis (`cached`, `invalid`, `overload`).
+   */
+  readonly latencyMs: number;
+  /** True when the local denial cache answered (`limited` with no Redis call). */
+  readonly cached: boolean;
+  /** `take` or `takeAll`. */
+  readonly operation: 'take' | 'takeAll';
+  /** The `requestId` the caller passed in the call's options, for correlating logs. */
+  readonly requestId?: string;
+  /** The tenant, only with the limiter's `eventTenant: true`. */
+  readonly tenant?: string;
+  /** This policy's decision, for `allowed` and `limited`. */
+  readonly decision?: Decision;
+  /** The error the call rejected with, for the failure outcomes. */
+  readonly error?: Error;
+}
+
+/** One HTTP request's outcome at a guard (see `HttpOutcome`). */
+export interface RequestEvent {
+  readonly outcome: HttpOutcome;
+  /** The route template that names the quota (`""` when a skipped request had none). */
+  readonly route: string;
+  /** True on a shadow (record-only) route. */
+  readonly shadow: boolean;
+}
+
+/**
+ * A Redis connection event of a client made by `createRedisClient`: `connection_error`
+ * (the client reported an error), `reconnect` (it is reconnecting), `stall_recycle` (the
+ * stall watchdog replaced a connection that stopped answering).
+ */
+export type RedisEvent = 'connection_error' | 'reconnect' | 'stall_recycle';
+
+/** What a limiter tells a {@link Metrics} about itself, once. */
+export interface LimiterSource {
+  /** Its deadline, in ms (the longest a decision can take before `timeout`). */
+  readonly timeoutMs: number;
+  /** Calls in flight now, or `undefined` once the limiter is gone (garbage-collected). */
+  inFlight(): number | undefined;
+}
+
+/**
+ * A metrics sink. Every method must be cheap and must not throw (an error it throws is
+ * reported as a process warning and changes no decision).
+ */
+export interface Metrics {
+  /** Each policy decided by `take` / `takeAll`. */
+  decision(event: DecisionEvent): void;
+  /** Each HTTP request at a guard given this sink. */
+  request(event: RequestEvent): void;
+  /** Each connection event of a client given this sink. */
+  redisEvent(event: RedisEvent): void;
+  /** Called once by each `RateLimiter` given this sink. */
+  attach(source: LimiterSource): void;
+}

@@ -1,0 +1,218 @@
+/**
+ * Decision events and the metrics sink interface, on MemoryStore and on stub stores that
+ * fail in each way (units that never touch Redis; the Prometheus and OpenTelemetry sinks
+ * are tested against a real Redis in test/integration): every outcome reported once per
+ * decided policy, with latency, requestId and — only when asked — the tenant; peeks and
+ * resets report nothing; a throwing observer changes no decision.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { InvalidInputError, StoreError } from '../../src/errors.js';
+import { RateLimiter } from '../../src/limiter.js';
+import type {
+  DecisionEvent,
+  LimiterSource,
+  Metrics,
+  RequestEvent,
+} from '../../src/metrics/types.js';
+import { MemoryStore } from '../../src/stores/memory.js';
+import type { ScriptStore } from '../../src/stores/store.js';
+
+class Recording implements Metrics {
+  readonly decisions: DecisionEvent[] = [];
+  readonly requests: RequestEvent[] = [];
+  readonly sources: LimiterSource[] = [];
+  decision(event: DecisionEvent): void {
+    this.decisions.push(event);
+  }
+  request(event: RequestEvent): void {
+    this.requests.push(event);
+  }
+  redisEvent(): void {}
+  attach(source: LimiterSource): void {
+    this.sources.push(source);
+  }
+}
+
+const orders = fixedWindow({ name: 'orders', limit: 1, windowMs: 60_000 });
+const hourly = fixedWindow({ name: 'hourly', limit: 5, windowMs: 3_600_000 });
+const scope = { tenant: 'acme', route: 'POST/orders' };
+
+/** A store whose every script call settles as `answer` says. */
+const stubStore = (answer: () => Promise<unknown>): ScriptStore => ({
+  evalScript: () => answer(),
+});
+
+describe('decision events', () => {
+  it('take: allowed, limited from Redis, then limited from the cache; latency, route, requestId; no tenant by default', async () => {
+    const metrics = new Recording();
+    const events: DecisionEvent[] = [];
+    const limiter = new RateLimiter({
+      store: new MemoryStore(),
+      metrics,
+      onDecision: (event) => events.push(event),
+    });
+    await limiter.take(scope, orders, { requestId: 'req-1' });
+    await limiter.take(scope, orders);
+    await limiter.take(scope, orders);
+    assert.deepEqual(
+      events.map((e) => [e.outcome, e.policy, e.route, e.cached, e.operation, e.requestId]),
+      [
+        ['allowed', 'orders', 'POST/orders', false, 'take', 'req-1'],
+        ['limited', 'orders', 'POST/orders', true, 'take', undefined],
+        ['limited', 'orders', 'POST/orders', true, 'take', undefined],
+      ],
+    );
+    assert.ok((events[0]?.latencyMs ?? -1) >= 0);
+    assert.equal(events[1]?.latencyMs, 0, 'answered by the cache: no round trip');
+    assert.equal(events[0]?.decision?.remaining, 0);
+    assert.ok(events.every((e) => !('tenant' in e)));
+    assert.deepEqual(metrics.decisions, events, 'the sink gets the same events');
+  });
+
+  it('eventTenant: true puts the tenant in onDecision events', async () => {
+    const events: DecisionEvent[] = [];
+    const limiter = new RateLimiter({
+      store: new MemoryStore(),
+      onDecision: (event) => events.push(event),
+      eventTenant: true,
+    });
+    await limiter.take(scope, orders);
+    assert.equal(events[0]?.tenant, 'acme');
+  });
+
+  it('takeAll: one event per item with the call’s outcome; peeks and resets report nothing', async () => {
+    const events: DecisionEvent[] = [];
+    const limiter = new RateLimiter({
+      store: new MemoryStore(),
+      denialCache: false,
+      onDecision: (event) => events.push(event),
+    });
+    const items = [
+      { scope, policy: orders },
+      { scope: { tenant: 'acme' }, policy: hourly },
+    ];
+    await limiter.takeAll(items, { requestId: 'r2' });
+    await limiter.takeAll(items);
+    await limiter.peek(scope, orders);
+    await limiter.reset(scope, orders);
+    assert.deepEqual(
+      events.map((e) => [e.outcome, e.policy, e.route, e.operation, e.requestId]),
+      [
+        ['allowed', 'orders', 'POST/orders', 'takeAll', 'r2'],
+        ['allowed', 'hourly', undefined, 'takeAll', 'r2'],
+        ['limited', 'orders', 'POST/orders', 'takeAll', undefined],
+        ['limited', 'hourly', undefined, 'takeAll', undefined],
+      ],
+    );
+    // The item that refused tells itself apart by its wait.
+    assert.ok((events[2]?.decision?.retryAfterMs ?? 0) > 0);
+    assert.equal(events[3]?.decision?.retryAfterMs, 0);
+  });
+
+  it('invalid and overload: reported once, with no round trip', async () => {
+    const events: DecisionEvent[] = [];
+    const never = stubStore(() => new Promise(() => {}));
+    const limiter = new RateLimiter({
+      store: never,
+      maxInFlight: 1,
+      timeoutMs: 60_000,
+      onDecision: (event) => events.push(event),
+    });
+    await assert.rejects(limiter.take({ tenant: '' }, orders), InvalidInputError);
+    await assert.rejects(
+      limiter.take(scope, orders, { requestId: 'x'.repeat(257) }),
+      InvalidInputError,
+    );
+    await assert.rejects(limiter.takeAll([]), InvalidInputError);
+    void limiter.take(scope, orders).catch(() => {});
+    await assert.rejects(limiter.take(scope, hourly), { code: 'SLUICE_OVERLOAD' });
+    assert.deepEqual(
+      events.map((e) => [e.outcome, e.policy, e.operation, e.latencyMs]),
+      [
+        ['invalid', 'orders', 'take', 0],
+        ['invalid', 'orders', 'take', 0],
+        ['invalid', '', 'takeAll', 0],
+        ['overload', 'hourly', 'take', 0],
+      ],
+    );
+  });
+
+  it('timeout, unavailable and store_error: one event each, with the error', async () => {
+    const cases = [
+      { store: stubStore(() => new Promise(() => {})), outcome: 'timeout' },
+      { store: stubStore(() => Promise.reject(new Error('ECONNRESET'))), outcome: 'unavailable' },
+      {
+        store: stubStore(() => Promise.reject(new StoreError('WRONGTYPE'))),
+        outcome: 'store_error',
+      },
+    ];
+    for (const { store, outcome } of cases) {
+      const events: DecisionEvent[] = [];
+      const limiter = new RateLimiter({
+        store,
+        timeoutMs: 20,
+        denialCache: false,
+        onDecision: (event) => events.push(event),
+      });
+      await assert.rejects(limiter.take(scope, orders));
+      assert.deepEqual(
+        events.map((e) => [e.outcome, e.policy, e.error instanceof Error]),
+        [[outcome, 'orders', true]],
+        outcome,
+      );
+    }
+  });
+
+  it('attach gives the sink the deadline and the calls in flight', async () => {
+    const metrics = new Recording();
+    let release: (value: unknown) => void = () => {};
+    const limiter = new RateLimiter({
+      store: stubStore(() => new Promise((resolve) => (release = resolve))),
+      metrics,
+      timeoutMs: 5_000,
+    });
+    assert.equal(metrics.sources.length, 1);
+    assert.equal(metrics.sources[0]?.timeoutMs, 5_000);
+    assert.equal(metrics.sources[0]?.inFlight(), 0);
+    const pending = limiter.take(scope, orders).catch(() => {});
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(metrics.sources[0]?.inFlight(), 1);
+    release([1, 0, 1, 60_000, 0]);
+    await pending;
+  });
+
+  it('an observer that throws is reported as a warning and changes no decision', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      const limiter = new RateLimiter({
+        store: new MemoryStore(),
+        onDecision: () => {
+          throw new Error('broken logger');
+        },
+      });
+      assert.equal((await limiter.take(scope, orders)).allowed, true);
+      assert.equal((await limiter.take(scope, orders)).allowed, false);
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.ok(warnings.some((m) => m.includes('broken logger')));
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('bad observer options are refused by name', () => {
+    const store = new MemoryStore();
+    assert.throws(() => new RateLimiter({ store, metrics: {} as never }), {
+      field: 'options.metrics',
+    });
+    assert.throws(() => new RateLimiter({ store, onDecision: 'log' as never }), {
+      field: 'options.onDecision',
+    });
+    assert.throws(() => new RateLimiter({ store, eventTenant: 'yes' as never }), {
+      field: 'options.eventTenant',
+    });
+  });
+});
