@@ -1,0 +1,458 @@
+/**
+ * `sluice/prometheus`: a {@link Metrics} sink on prom-client (an optional peer dependency:
+ * `npm install prom-client`). The core never loads it; only this entry point does.
+ *
+ * ```ts
+ * import { prometheusMetrics } from 'sluice/prometheus';
+ * const metrics = prometheusMetrics(); // prom-client's default registry
+ * const client = await createRedisClient({ url, metrics });
+ * const limiter = new RateLimiter({ client, metrics });
+ * // and `metrics` on each guard / adapter; serve `await metrics.registry.metrics()` on /metrics
+ * ```
+ */
+import { Counter, register as defaultRegistry, Gauge, type Registry } from 'prom-client';
+import { InvalidInputError } from '../errors.js';
+import { readProperty, rejectUnknownKeys } from '../validate.js';
+import {
+  DECISION_OUTCOMES,
+  DEFAULT_MAX_LABEL_VALUES,
+  isMaxSeconds,
+  latencyBuckets,
+  type PolicyTally,
+  REDIS_EVENTS,
+  REQUEST_OUTCOMES,
+  Tally,
+} from './tally.js';
+import type { DecisionEvent, LimiterSource, Metrics, RedisEvent, RequestEvent } from './types.js';
+
+export { DECISION_OUTCOMES, OVERFLOW_LABEL, REDIS_EVENTS, REQUEST_OUTCOMES } from './tally.js';
+
+/** Options of {@link prometheusMetrics}. Every field is optional; an unknown one is refused. */
+export interface PrometheusMetricsOptions {
+  /** The prom-client `Registry` to register the metrics in. Default: prom-client's `register`. */
+  readonly registry?: Registry;
+  /**
+   * Prefix of every metric name (default `"sluice_"`): `<prefix>decisions_total` and so on.
+   * The full names must be valid Prometheus names (`[a-zA-Z_:][a-zA-Z0-9_:]*`).
+   */
+  readonly prefix?: string;
+  /**
+   * The largest finite bucket of `<prefix>decision_duration_seconds`, in seconds: a number
+   * in [0.001, 3600], default 1. Buckets are 0.1 ms, 0.25 ms, 0.5 ms, 1 ms, 2.5 ms … (1, 2.5
+   * and 5 × 10^k) up to it, and it ends the list when it is not in that series (0.15 →
+   * … 0.05, 0.1, 0.15). They are fixed when the histogram is made; set it at or above your
+   * limiters' `timeoutMs` (a limiter whose deadline is above it triggers one process warning
+   * when it attaches: slower decisions land only in `le="+Inf"`). The default covers every
+   * `timeoutMs` up to 1000 (default 150).
+   */
+  readonly maxSeconds?: number;
+  /**
+   * Most distinct policy names, and most distinct routes, given a label of their own
+   * (default 500, each): later ones are counted under `"_other"`, with one process warning.
+   * A guard against unbounded label values; policy names and routes should be a fixed set.
+   */
+  readonly maxLabelValues?: number;
+}
+
+/**
+ * A {@link Metrics} sink that fills a prom-client registry. Pass it as `metrics` to
+ * `RateLimiter`, `createGuard` / the HTTP adapters and `createRedisClient`; one sink may
+ * serve any number of each.
+ */
+export interface PrometheusMetrics extends Metrics {
+  /** The registry it fills: serve `await registry.metrics()` (type `registry.contentType`). */
+  readonly registry: Registry;
+  /** The full metric names it registered. */
+  readonly names: PrometheusMetricNames;
+}
+
+/** The full names of the metrics a {@link PrometheusMetrics} registers (default prefix shown). */
+export interface PrometheusMetricNames {
+  /** `sluice_decisions_total{outcome, policy}` — counter. */
+  readonly decisions: string;
+  /** `sluice_cached_denials_total{policy}` — counter. */
+  readonly cachedDenials: string;
+  /** `sluice_decision_duration_seconds{policy}` — histogram, seconds. */
+  readonly decisionDuration: string;
+  /** `sluice_in_flight` — gauge, no labels. */
+  readonly inFlight: string;
+  /** `sluice_http_requests_total{outcome, route, shadow}` — counter. */
+  readonly httpRequests: string;
+  /** `sluice_redis_events_total{event}` — counter. */
+  readonly redisEvents: string;
+}
+
+const OPTIONS = ['registry', 'prefix', 'maxSeconds', 'maxLabelValues'] as const;
+const METRIC_NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+
+interface Entry {
+  readonly sink: PrometheusSink;
+  readonly maxSeconds: number;
+  readonly maxLabelValues: number;
+}
+/** The sinks made per registry and prefix, so that a second call can reuse the first. */
+const made = new WeakMap<Registry, Map<string, Entry>>();
+
+/**
+ * Makes (or reuses) a Prometheus sink. Metrics, all without a tenant or user label (S24):
+ *
+ * | name | type | labels | what |
+ * | --- | --- | --- | --- |
+ * | `sluice_decisions_total` | counter | `outcome`, `policy` | each policy decided by `take` / `takeAll`; `outcome` ∈ allowed, limited, invalid, timeout, unavailable, overload, store_error; `policy` is the policy's name (`""` when the input named no policy) |
+ * | `sluice_cached_denials_total` | counter | `policy` | denials the local denial cache answered (also in `decisions_total` as `limited`) |
+ * | `sluice_decision_duration_seconds` | histogram | `policy` | latency of decisions that went to Redis (allowed, limited, timeout, unavailable, store_error; not cached, invalid or overload), seconds |
+ * | `sluice_in_flight` | gauge | — | calls in flight now, summed over the attached limiters, read at scrape time |
+ * | `sluice_http_requests_total` | counter | `outcome`, `route`, `shadow` | each request at a guard; `outcome` ∈ allowed, limited, fail_closed, fail_open, fail_open_limited, unidentified, skipped; `shadow` is `"true"` on shadow routes |
+ * | `sluice_redis_events_total` | counter | `event` | connection_error, reconnect, stall_recycle (each present from the start, at 0) |
+ *
+ * Counting is a map lookup and an increment on the hot path; prom-client's own metrics are
+ * brought up to date when the registry is read (a scrape). Series appear once their policy
+ * or route is first seen, every outcome of it at once (0 until counted).
+ *
+ * **A second call** with the same registry and prefix returns the same sink (its metrics are
+ * already registered), when `maxSeconds` and `maxLabelValues` agree; they disagreeing throws
+ * an `InvalidInputError` (`field` `options.maxSeconds` or `options.maxLabelValues`). Two
+ * sets of sluice metrics in one registry need two prefixes. A name that the registry holds
+ * for a metric sluice did not make throws an `InvalidInputError` (`field` `options.prefix`)
+ * naming it. After `registry.clear()` (or removing one of its metrics) a call makes fresh
+ * metrics. `registry.resetMetrics()` starts every count, bucket and sum from 0.
+ *
+ * @throws {InvalidInputError} for an unknown or bad option, or a name conflict (above).
+ */
+export function prometheusMetrics(options: PrometheusMetricsOptions = {}): PrometheusMetrics {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('options', 'an object', options);
+  }
+  rejectUnknownKeys(options, OPTIONS, 'options');
+  const read = (key: (typeof OPTIONS)[number]) => readProperty(options, key, 'options');
+  const registry = (read('registry') ?? defaultRegistry) as Registry;
+  if (
+    typeof registry !== 'object' ||
+    registry === null ||
+    typeof registry.registerMetric !== 'function' ||
+    typeof registry.getSingleMetric !== 'function'
+  ) {
+    throw new InvalidInputError('options.registry', 'a prom-client Registry', registry);
+  }
+  const prefix = read('prefix') ?? 'sluice_';
+  if (typeof prefix !== 'string' || !METRIC_NAME.test(`${prefix}x`) || prefix.length > 64) {
+    throw new InvalidInputError(
+      'options.prefix',
+      'a Prometheus name prefix of up to 64 characters ([a-zA-Z_:][a-zA-Z0-9_:]*, may be empty)',
+      prefix,
+    );
+  }
+  const maxSeconds = read('maxSeconds') ?? 1;
+  if (!isMaxSeconds(maxSeconds)) {
+    throw new InvalidInputError(
+      'options.maxSeconds',
+      'a number of seconds in [0.001, 3600]',
+      maxSeconds,
+    );
+  }
+  const maxLabelValues = read('maxLabelValues') ?? DEFAULT_MAX_LABEL_VALUES;
+  if (
+    typeof maxLabelValues !== 'number' ||
+    !Number.isSafeInteger(maxLabelValues) ||
+    maxLabelValues < 1
+  ) {
+    throw new InvalidInputError(
+      'options.maxLabelValues',
+      'a positive safe integer',
+      maxLabelValues,
+    );
+  }
+
+  const names = metricNames(prefix);
+  let byPrefix = made.get(registry);
+  if (byPrefix === undefined) {
+    byPrefix = new Map();
+    made.set(registry, byPrefix);
+  }
+  const previous = byPrefix.get(prefix);
+  if (previous !== undefined) {
+    if (previous.sink.isRegisteredIn(registry)) {
+      if (previous.maxSeconds !== maxSeconds) {
+        throw new InvalidInputError(
+          'options.maxSeconds',
+          `${previous.maxSeconds}, as for the sluice metrics already in this registry under prefix "${prefix}" (or another prefix)`,
+          maxSeconds,
+        );
+      }
+      if (previous.maxLabelValues !== maxLabelValues) {
+        throw new InvalidInputError(
+          'options.maxLabelValues',
+          `${previous.maxLabelValues}, as for the sluice metrics already in this registry under prefix "${prefix}" (or another prefix)`,
+          maxLabelValues,
+        );
+      }
+      return previous.sink;
+    }
+    previous.sink.unregisterFrom(registry); // partly removed: start afresh
+    byPrefix.delete(prefix);
+  }
+  for (const name of Object.values(names)) {
+    if (registry.getSingleMetric(name) !== undefined) {
+      throw new InvalidInputError(
+        'options.prefix',
+        `a prefix whose names are free in the registry ("${name}" is already registered, not by sluice/prometheus: pass another prefix or registry)`,
+        prefix,
+      );
+    }
+  }
+  const sink = new PrometheusSink(registry, names, latencyBuckets(maxSeconds), maxLabelValues);
+  byPrefix.set(prefix, { sink, maxSeconds, maxLabelValues });
+  return sink;
+}
+
+function metricNames(prefix: string): PrometheusMetricNames {
+  return {
+    decisions: `${prefix}decisions_total`,
+    cachedDenials: `${prefix}cached_denials_total`,
+    decisionDuration: `${prefix}decision_duration_seconds`,
+    inFlight: `${prefix}in_flight`,
+    httpRequests: `${prefix}http_requests_total`,
+    redisEvents: `${prefix}redis_events_total`,
+  };
+}
+
+/** Brings a prom-client counter up to a total: adds what was counted since the last scrape. */
+class CounterSync<L extends string> {
+  readonly #reported = new Map<string, number>();
+  constructor(readonly counter: Counter<L>) {}
+
+  /** `key` identifies `labels`; a first sight adds 0, so the series exists. */
+  sync(key: string, labels: Partial<Record<L, string>>, total: number): void {
+    const before = this.#reported.get(key);
+    if (before === total) return;
+    this.counter.inc(labels, total - (before ?? 0));
+    this.#reported.set(key, total);
+  }
+}
+
+class PrometheusSink implements PrometheusMetrics {
+  readonly registry: Registry;
+  readonly names: PrometheusMetricNames;
+  readonly #tally: Tally;
+  /** Each metric by its name, as registered. */
+  readonly #metrics: readonly (readonly [string, object])[];
+
+  constructor(
+    registry: Registry,
+    names: PrometheusMetricNames,
+    bounds: readonly number[],
+    maxLabelValues: number,
+  ) {
+    this.registry = registry;
+    this.names = names;
+    const tally = new Tally({ bounds, maxLabelValues, who: 'sluice/prometheus' });
+    this.#tally = tally;
+    const registers = [registry];
+
+    let decisions!: CounterSync<'outcome' | 'policy'>;
+    let cached!: CounterSync<'policy'>;
+    const decisionsCounter = new Counter({
+      name: names.decisions,
+      help: 'Decisions per policy by outcome (allowed, limited, invalid, timeout, unavailable, overload, store_error); cached denials count as limited.',
+      labelNames: ['outcome', 'policy'] as const,
+      registers,
+      collect() {
+        for (const p of tally.policies.values()) {
+          for (let i = 0; i < DECISION_OUTCOMES.length; i++) {
+            const outcome = DECISION_OUTCOMES[i] as string;
+            decisions.sync(
+              `${p.policy}\0${outcome}`,
+              { outcome, policy: p.policy },
+              p.outcomes[i] as number,
+            );
+          }
+        }
+      },
+    });
+    decisions = new CounterSync(decisionsCounter);
+    const cachedCounter = new Counter({
+      name: names.cachedDenials,
+      help: 'Denials answered by the local denial cache, without Redis (also counted in decisions_total as limited).',
+      labelNames: ['policy'] as const,
+      registers,
+      collect() {
+        for (const p of tally.policies.values()) {
+          if (p.cachedDenials > 0) cached.sync(p.policy, { policy: p.policy }, p.cachedDenials);
+        }
+      },
+    });
+    cached = new CounterSync(cachedCounter);
+    const duration = new DurationHistogram(
+      names.decisionDuration,
+      'Latency of decisions that went to Redis (not cached, invalid or overload), from the call to its settlement, in seconds.',
+      tally,
+    );
+    registry.registerMetric(duration as unknown as Counter);
+    const inFlight = new Gauge({
+      name: names.inFlight,
+      help: 'Rate-limiter calls in flight now (sent to Redis and not yet answered), summed over the limiters given this sink.',
+      registers,
+      collect() {
+        this.set(tally.inFlight());
+      },
+    });
+    let requests!: CounterSync<'outcome' | 'route' | 'shadow'>;
+    const requestsCounter = new Counter({
+      name: names.httpRequests,
+      help: 'HTTP requests at a sluice guard by outcome (allowed, limited, fail_closed, fail_open, fail_open_limited, unidentified, skipped), route template and shadow mode.',
+      labelNames: ['outcome', 'route', 'shadow'] as const,
+      registers,
+      collect() {
+        for (const r of tally.routes.values()) {
+          for (const [shadow, counts] of [
+            ['false', r.enforced],
+            ['true', r.shadow],
+          ] as const) {
+            if (!counts.some((n) => n > 0)) continue;
+            for (let i = 0; i < REQUEST_OUTCOMES.length; i++) {
+              const outcome = REQUEST_OUTCOMES[i] as string;
+              requests.sync(
+                `${r.route}\0${shadow}\0${outcome}`,
+                { outcome, route: r.route, shadow },
+                counts[i] as number,
+              );
+            }
+          }
+        }
+      },
+    });
+    requests = new CounterSync(requestsCounter);
+    let events!: CounterSync<'event'>;
+    const eventsCounter = new Counter({
+      name: names.redisEvents,
+      help: 'Redis connection events of clients made by createRedisClient: connection_error, reconnect, stall_recycle.',
+      labelNames: ['event'] as const,
+      registers,
+      collect() {
+        for (let i = 0; i < REDIS_EVENTS.length; i++) {
+          const event = REDIS_EVENTS[i] as string;
+          events.sync(event, { event }, tally.redisEvents[i] as number);
+        }
+      },
+    });
+    events = new CounterSync(eventsCounter);
+    this.#metrics = [
+      [names.decisions, decisionsCounter],
+      [names.cachedDenials, cachedCounter],
+      [names.decisionDuration, duration],
+      [names.inFlight, inFlight],
+      [names.httpRequests, requestsCounter],
+      [names.redisEvents, eventsCounter],
+    ];
+  }
+
+  decision(event: DecisionEvent): void {
+    this.#tally.decision(event);
+  }
+
+  request(event: RequestEvent): void {
+    this.#tally.request(event);
+  }
+
+  redisEvent(event: RedisEvent): void {
+    this.#tally.redisEvent(event);
+  }
+
+  attach(source: LimiterSource): void {
+    this.#tally.attach(source);
+  }
+
+  /** Whether every metric of this sink is still the one registered under its name. */
+  isRegisteredIn(registry: Registry): boolean {
+    return this.#metrics.every(
+      ([name, metric]) => (registry.getSingleMetric(name) as object | undefined) === metric,
+    );
+  }
+
+  /** Removes those of its metrics that are still registered. */
+  unregisterFrom(registry: Registry): void {
+    for (const [name, metric] of this.#metrics) {
+      if ((registry.getSingleMetric(name) as object | undefined) === metric) {
+        registry.removeSingleMetric(name);
+      }
+    }
+  }
+}
+
+interface HistogramValue {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName: string;
+}
+
+/**
+ * `decision_duration_seconds` as a prom-client metric object (the `get()` contract that
+ * `Registry` reads, as prom-client's own `Histogram` implements it), rendered from the
+ * tally's buckets at scrape time: prom-client's `Histogram.observe` costs about 0.3 µs a
+ * call, a few % of a decision.
+ */
+class DurationHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  readonly labelNames = ['policy'];
+  /** What `reset()` saw, per policy: buckets…, sum, count; subtracted from what is shown. */
+  readonly #base = new Map<PolicyTally, Float64Array>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly tally: Tally,
+  ) {}
+
+  async get() {
+    const bounds = this.tally.bounds as readonly number[];
+    const values: HistogramValue[] = [];
+    for (const p of this.tally.policies.values()) {
+      const buckets = p.buckets as Float64Array;
+      const base = this.#base.get(p);
+      const count = p.count - (base?.[bounds.length + 2] ?? 0);
+      if (count === 0) continue;
+      let cumulative = 0;
+      for (let i = 0; i < bounds.length; i++) {
+        cumulative += (buckets[i] as number) - (base?.[i] ?? 0);
+        values.push({
+          labels: { le: bounds[i] as number, policy: p.policy },
+          value: cumulative,
+          metricName: `${this.name}_bucket`,
+        });
+      }
+      values.push(
+        {
+          labels: { le: '+Inf', policy: p.policy },
+          value: count,
+          metricName: `${this.name}_bucket`,
+        },
+        {
+          labels: { policy: p.policy },
+          value: p.sum - (base?.[bounds.length + 1] ?? 0),
+          metricName: `${this.name}_sum`,
+        },
+        { labels: { policy: p.policy }, value: count, metricName: `${this.name}_count` },
+      );
+    }
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      values,
+      aggregator: this.aggregator,
+    };
+  }
+
+  /** `registry.resetMetrics()`: shows counts from now on. */
+  reset(): void {
+    const bounds = this.tally.bounds as readonly number[];
+    for (const p of this.tally.policies.values()) {
+      const base = new Float64Array(bounds.length + 3);
+      base.set(p.buckets as Float64Array);
+      base[bounds.length + 1] = p.sum;
+      base[bounds.length + 2] = p.count;
+      this.#base.set(p, base);
+    }
+  }
+}
