@@ -17,7 +17,8 @@ export type SluiceErrorCode =
   | 'SLUICE_TIMEOUT'
   | 'SLUICE_UNAVAILABLE'
   | 'SLUICE_OVERLOAD'
-  | 'SLUICE_STORE_ERROR';
+  | 'SLUICE_STORE_ERROR'
+  | 'SLUICE_REDIS_CONFIG';
 
 /** Base class of every error sluice throws or rejects with. */
 export class SluiceError extends Error {
@@ -101,6 +102,38 @@ export class StoreError extends SluiceError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('SLUICE_STORE_ERROR', `Redis replied with an error: ${message}`, options);
     this.redisCode = /^[A-Z]+/.exec(message)?.[0] ?? 'ERR';
+  }
+}
+
+/**
+ * Why Redis refused a connection that reached it: a setup mistake, not an outage.
+ *
+ * - `wrong-password`: `WRONGPASS` (wrong password, unknown or disabled ACL user);
+ * - `auth-required`: `NOAUTH` (the server requires a password and none was given);
+ * - `no-permission`: `NOPERM` (the ACL user may not run what sluice needs);
+ * - `database`: the `database` index does not exist on the server;
+ * - `tls`: the TLS handshake failed (a `rediss://` URL to a plain server, an untrusted
+ *   certificate, a name mismatch).
+ */
+export type RedisConfigReason =
+  | 'wrong-password'
+  | 'auth-required'
+  | 'no-permission'
+  | 'database'
+  | 'tls';
+
+/**
+ * Redis was reached but refused the connection's setup (authentication, permissions, the
+ * database index, TLS): retrying cannot help, the configuration must change. Raised by
+ * `createRedisClient` at start instead of `UnavailableError`.
+ */
+export class RedisConfigError extends SluiceError {
+  /** What was wrong (see {@link RedisConfigReason}). */
+  readonly reason: RedisConfigReason;
+
+  constructor(reason: RedisConfigReason, message: string, options?: { cause?: unknown }) {
+    super('SLUICE_REDIS_CONFIG', `Redis refused the connection (${reason}): ${message}`, options);
+    this.reason = reason;
   }
 }
 

@@ -38,6 +38,8 @@ export {
   InvalidInputError,
   isSluiceError,
   OverloadError,
+  RedisConfigError,
+  type RedisConfigReason,
   SluiceError,
   type SluiceErrorCode,
   StoreError,
@@ -66,6 +68,7 @@ export {
   createRedisClient,
   type NodeRedisClientLike,
   NodeRedisStore,
+  type RedisTlsOptions,
 } from './stores/node-redis.js';
 export type { ScriptStore } from './stores/store.js';
 export type {

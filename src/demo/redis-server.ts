@@ -105,7 +105,8 @@ function answersPing(port: number): Promise<boolean> {
       socket.destroy();
       resolve(ok);
     };
-    socket.once('data', (data) => finish(data.toString().startsWith('+PONG')));
+    // A server with a password answers -NOAUTH: it is up all the same.
+    socket.once('data', (data) => finish(/^(\+PONG|-NOAUTH)/.test(data.toString())));
     socket.once('error', () => finish(false));
     socket.once('timeout', () => finish(false));
     socket.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));

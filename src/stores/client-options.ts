@@ -16,7 +16,35 @@ const ms = (min: number) => {
   return z.number(expected).int(expected).min(min, expected).max(MAX_TIMER_MS, expected);
 };
 
+/** PEM text or bytes, or a list of them (Node's `tls.connect` options). */
+const pem = z.union(
+  [z.string(), z.instanceof(Buffer), z.array(z.union([z.string(), z.instanceof(Buffer)]))],
+  'PEM text, a Buffer, or an array of them',
+);
+
 const schema = z.strictObject({
+  username: z.string('a string (an ACL user name)').min(1, 'a non-empty string').optional(),
+  password: z.string('a string').min(1, 'a non-empty string').optional(),
+  database: z
+    .number('an integer from 0 (a database index)')
+    .int('an integer from 0')
+    .min(0, 'an integer from 0')
+    .optional(),
+  tls: z
+    .union(
+      [
+        z.boolean(),
+        z.strictObject({
+          ca: pem.optional(),
+          cert: pem.optional(),
+          key: pem.optional(),
+          servername: z.string('a host name').min(1, 'a host name').optional(),
+          rejectUnauthorized: z.boolean('true or false').optional(),
+        }),
+      ],
+      'true, or { ca, cert, key, servername, rejectUnauthorized }',
+    )
+    .optional(),
   url: z
     .string('a redis:// or rediss:// URL')
     .refine((url) => /^rediss?:\/\//.test(url) && URL.canParse(url), 'a redis:// or rediss:// URL')
@@ -51,13 +79,14 @@ export function checkClientOptions<T extends object>(options: T | undefined): T 
   const parsed = schema.safeParse(options);
   if (parsed.success) return options;
   const issue = parsed.error.issues[0];
-  const key = issue?.code === 'unrecognized_keys' ? issue.keys[0] : issue?.path[0];
-  const field = key === undefined ? 'options' : `options.${String(key)}`;
+  const path = (issue?.path ?? []).map(String);
+  if (issue?.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
+  const field = ['options', ...path].join('.');
   const expected =
     issue?.code === 'unrecognized_keys'
       ? 'absent: it is not a createRedisClient option'
       : (issue?.message ?? 'a valid option');
-  const received =
-    key === undefined ? undefined : (options as Record<string, unknown>)[String(key)];
+  let received: unknown = options;
+  for (const key of path) received = (received as Record<string, unknown> | undefined)?.[key];
   throw new InvalidInputError(field, expected, received);
 }

@@ -5,10 +5,17 @@
  * with `disableOfflineQueue: true` so that commands fail at once while Redis is unreachable
  * (S12); {@link createRedisClient} does that for you.
  */
+import { Socket } from 'node:net';
 import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
-import { InvalidInputError, StoreError, UnavailableError } from '../errors.js';
+import {
+  InvalidInputError,
+  RedisConfigError,
+  type RedisConfigReason,
+  StoreError,
+  UnavailableError,
+} from '../errors.js';
 import type { Metrics, RedisEvent } from '../metrics/types.js';
 import { checkClientOptions } from './client-options.js';
 import { watchForStalls } from './stall-watchdog.js';
@@ -31,6 +38,48 @@ export function toSluiceError(error: unknown): Error {
   }
   const message = error instanceof Error ? error.message : String(error);
   return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
+}
+
+/**
+ * A connection's setup refused by a Redis that was reached — a configuration mistake that
+ * no retry fixes — as a {@link RedisConfigError}; undefined for anything else.
+ */
+export function setupError(error: unknown): RedisConfigError | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown } | null)?.code;
+  const reason: RedisConfigReason | undefined = /^WRONGPASS\b/.test(message)
+    ? 'wrong-password'
+    : /^NOAUTH\b/.test(message)
+      ? 'auth-required'
+      : /^NOPERM\b/.test(message)
+        ? 'no-permission'
+        : /DB index is out of range|invalid DB index/i.test(message)
+          ? 'database'
+          : (typeof code === 'string' && /^ERR_SSL|^ERR_TLS|CERT|UNABLE_TO_VERIFY/.test(code)) ||
+              /SSL routines|wrong version number|self[- ]signed certificate|certificate/i.test(
+                message,
+              )
+            ? 'tls'
+            : undefined;
+  return reason === undefined ? undefined : new RedisConfigError(reason, message, { cause: error });
+}
+
+/** Whether a plain-text `PING` to the URL's host and port gets a Redis answer (≤ 500 ms). */
+function speaksPlainRedis(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = new Socket();
+    const finish = (answer: boolean) => {
+      socket.destroy();
+      resolve(answer);
+    };
+    socket.setTimeout(500, () => finish(false));
+    socket.once('error', () => finish(false));
+    socket.once('data', (data) => finish(/^[+-]/.test(data.toString('latin1'))));
+    socket.connect(Number(port || 6379), hostname.replace(/^\[|\]$/g, ''), () =>
+      socket.write('PING\r\n'),
+    );
+  });
 }
 
 function isNoScript(error: unknown): boolean {
@@ -78,10 +127,38 @@ export class NodeRedisStore implements ScriptStore {
   }
 }
 
+/** TLS options of {@link createRedisClient}, passed to Node's `tls.connect`. */
+export interface RedisTlsOptions {
+  /** Certificate authorities to trust (PEM), e.g. a private CA; default: Node's list. */
+  readonly ca?: string | Buffer | readonly (string | Buffer)[];
+  /** The client's certificate chain (PEM), for mutual TLS. */
+  readonly cert?: string | Buffer | readonly (string | Buffer)[];
+  /** The client's private key (PEM), for mutual TLS. */
+  readonly key?: string | Buffer | readonly (string | Buffer)[];
+  /** The name the server's certificate must carry (SNI); default: the URL's host. */
+  readonly servername?: string;
+  /** Refuse a certificate that does not verify. Default `true`; `false` only for tests. */
+  readonly rejectUnauthorized?: boolean;
+}
+
 /** Options of {@link createRedisClient}. */
 export interface CreateRedisClientOptions {
-  /** `redis://host:port` (default `redis://127.0.0.1:6379`). */
+  /**
+   * `redis://host:port` or `rediss://host:port` (TLS), optionally with
+   * `user:password@` and `/<database>` (default `redis://127.0.0.1:6379`).
+   */
   readonly url?: string;
+  /** The ACL user (Redis ≥ 6); default: the URL's, else `default`. */
+  readonly username?: string;
+  /** The password (of `username`, or `requirepass`); default: the URL's. */
+  readonly password?: string;
+  /** The database index; default: the URL's, else 0. */
+  readonly database?: number;
+  /**
+   * TLS: `true`, or options such as a private `ca` and a client `cert`/`key` (mutual TLS).
+   * A `rediss://` URL turns TLS on by itself.
+   */
+  readonly tls?: boolean | RedisTlsOptions;
   /** Connect timeout in milliseconds. Default 1000. */
   readonly connectTimeoutMs?: number;
   /**
@@ -135,7 +212,12 @@ export interface CreateRedisClientOptions {
  *
  * @throws {InvalidInputError} for a bad or unknown option (`.field` is `options.<name>`),
  *   before anything connects.
- * @throws {UnavailableError} when the first connection fails (nothing is retried then).
+ * @throws {RedisConfigError} when Redis was reached but refused the setup: a wrong password
+ *   or unknown user (`wrong-password`), no password given (`auth-required`), an ACL user
+ *   without permission (`no-permission`), a database index the server lacks (`database`),
+ *   or a failed TLS handshake (`tls`, e.g. `rediss://` to a plain server).
+ * @throws {UnavailableError} when the first connection fails otherwise (unreachable,
+ *   refused, timed out; nothing is retried then).
  */
 export async function createRedisClient(given?: CreateRedisClientOptions) {
   const options = checkClientOptions(given);
@@ -165,10 +247,22 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   }
   const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
   const stallTimeoutMs = options.stallTimeoutMs ?? 2000;
+  const urlGiven = options.url ?? 'redis://127.0.0.1:6379';
+  const tls = options.tls ?? urlGiven.startsWith('rediss://');
+  if (tls === false && urlGiven.startsWith('rediss://')) {
+    throw new InvalidInputError('options.tls', 'not false with a rediss:// URL', false);
+  }
+  // node-redis takes TLS from the scheme: the `tls` option implies rediss://.
+  const url = tls === false ? urlGiven : urlGiven.replace(/^redis:\/\//, 'rediss://');
   const client = createClient({
-    url: options.url ?? 'redis://127.0.0.1:6379',
+    url,
+    ...(options.username === undefined ? {} : { username: options.username }),
+    ...(options.password === undefined ? {} : { password: options.password }),
+    ...(options.database === undefined ? {} : { database: options.database }),
     disableOfflineQueue: true,
-    socket,
+    socket: (tls === false
+      ? socket
+      : { ...socket, tls: true, ...(tls === true ? {} : tls) }) as RedisClientOptions['socket'],
     commandOptions: { timeout: commandTimeoutMs === 0 ? undefined : commandTimeoutMs },
   });
   // The default warning starts after the first connection: before it, the rejection of
@@ -194,6 +288,16 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
     await client.connect();
   } catch (error) {
     if (client.isOpen) client.destroy();
+    const refused = setupError(error);
+    if (refused !== undefined) throw refused;
+    // A TLS handshake to a plain server never completes: it looks like a timeout. Ask.
+    if (tls !== false && (await speaksPlainRedis(url))) {
+      throw new RedisConfigError(
+        'tls',
+        `the server at ${new URL(url).host} speaks plain Redis, not TLS: use a redis:// URL (no tls option)`,
+        { cause: error },
+      );
+    }
     throw toSluiceError(error);
   }
   if (stallTimeoutMs > 0) {
