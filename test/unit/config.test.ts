@@ -1,9 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { loadPolicies, policiesFrom } from '../../src/config/policies.js';
+import { isPolicy, type Policy } from '../../src/algorithms/policy.js';
+import {
+  loadPolicies,
+  policiesFrom,
+  policyConfigFrom,
+  type RouteSettings,
+} from '../../src/config/policies.js';
 import { InvalidInputError } from '../../src/errors.js';
 
-describe('policies from configuration (zod)', () => {
+/** A format-1 route's policy: always one policy, as before format 2. */
+function policyOf(settings: RouteSettings | undefined): Policy {
+  assert.ok(settings !== undefined && isPolicy(settings.policy), 'a policy');
+  return settings.policy;
+}
+
+describe('policies from configuration (zod), format 1', () => {
   it('builds every route’s policy and settings', () => {
     const routes = policiesFrom({
       routes: {
@@ -23,8 +35,8 @@ describe('policies from configuration (zod)', () => {
     });
     assert.deepEqual([...routes.keys()], ['POST/orders', 'GET/search/:q', 'PUT/items']);
     const search = routes.get('GET/search/:q');
-    assert.equal(search?.policy.algorithm, 'token-bucket');
-    assert.equal(search?.policy.version, '2');
+    assert.equal(policyOf(search).algorithm, 'token-bucket');
+    assert.equal(policyOf(search).version, '2');
     assert.deepEqual(
       [search?.failureMode, search?.failOpenLimit, search?.shadow],
       ['fail-open', 10, true],
@@ -109,16 +121,32 @@ describe('policies from configuration (zod)', () => {
         'GET/orders': { algorithm: 'gcra', limit: 5, periodMs: 1000 },
       },
     });
-    const named = routes.get('POST/orders')?.policy;
-    const derived = routes.get('GET/orders')?.policy;
-    assert.equal(named?.name, 'orders-5ps');
-    assert.equal(derived?.name, 'gcra-5-per-1000ms-burst-5');
-    assert.notEqual(named?.id, derived?.id);
+    const named = policyOf(routes.get('POST/orders'));
+    const derived = policyOf(routes.get('GET/orders'));
+    assert.equal(named.name, 'orders-5ps');
+    assert.equal(derived.name, 'gcra-5-per-1000ms-burst-5');
+    assert.notEqual(named.id, derived.id);
   });
 
   it('the demo’s policy file loads', () => {
     const routes = loadPolicies(new URL('../../examples/demo-policies.json', import.meta.url));
-    assert.equal(routes.get('POST/orders')?.policy.limit, 10);
+    assert.equal(policyOf(routes.get('POST/orders')).limit, 10);
     assert.throws(() => loadPolicies('/nonexistent/policies.json'), { field: 'config' });
+  });
+
+  it('a format-1 file is format 1, and its settings are exactly the guard options', () => {
+    const config = policyConfigFrom({
+      routes: { 'POST/orders': { algorithm: 'fixed-window', limit: 10, windowMs: 1000 } },
+    });
+    assert.equal(config.format, 1);
+    const orders = config.routes.get('POST/orders');
+    assert.deepEqual(Object.keys(orders ?? {}).sort(), [
+      'cost',
+      'failureMode',
+      'policy',
+      'route',
+      'shadow',
+    ]);
+    assert.equal(orders?.route, 'POST/orders');
   });
 });
