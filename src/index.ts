@@ -70,6 +70,12 @@ export {
   NodeRedisStore,
   type RedisTlsOptions,
 } from './stores/node-redis.js';
+export {
+  MIN_REDIS_VERSION,
+  type ServerFacts,
+  type StartupWarning,
+  type StartupWarningCode,
+} from './stores/server-checks.js';
 export type { ScriptStore } from './stores/store.js';
 export type {
   Decision,

@@ -31,6 +31,7 @@ import {
   resetEpochScript,
 } from './reset-epoch.js';
 import { type NodeRedisClientLike, NodeRedisStore } from './stores/node-redis.js';
+import { type ServerFacts, type StartupWarning, warningsFor } from './stores/server-checks.js';
 import type { ScriptStore } from './stores/store.js';
 import type {
   Decision,
@@ -105,6 +106,13 @@ export interface RateLimiterOptions {
    * `false`: tenants are often personal data, log them only where that is allowed (S24).
    */
   readonly eventTenant?: boolean;
+  /**
+   * Receives what the start-up checks find wrong with the Redis behind `client` (an
+   * eviction policy that can evict quota keys, a replica, a Redis older than 7.0), once per
+   * limiter, shortly after construction. Default: a process warning
+   * (`process.emitWarning`, with the warning's `code`).
+   */
+  readonly onWarning?: (warning: StartupWarning) => void;
 }
 
 /** Counts of outcomes since the limiter was created, plus calls in flight now. */
@@ -147,6 +155,7 @@ const RATE_LIMITER_OPTIONS = [
   'metrics',
   'onDecision',
   'eventTenant',
+  'onWarning',
 ] as const;
 /** Largest `maxBatchSize`: one script call blocks Redis while it runs; keep it short. */
 export const MAX_BATCH_SIZE = 1024;
@@ -431,6 +440,36 @@ class Observer {
       }
     }
   }
+}
+
+/**
+ * The start-up checks (see `server-checks.ts`), once, in the background: a store that cannot
+ * answer them (none to ask, or Redis unreachable now) is not checked — its calls will say.
+ */
+function checkServer(
+  store: ScriptStore,
+  onWarning: ((warning: StartupWarning) => void) | undefined,
+): void {
+  if (typeof store.serverFacts !== 'function') return;
+  callSafely(
+    () => store.serverFacts?.(),
+    () => new UnavailableError('serverFacts returned no promise'),
+  ).then(
+    (facts) => {
+      for (const warning of warningsFor(facts as ServerFacts)) {
+        if (onWarning === undefined) {
+          process.emitWarning(warning.message, { code: warning.code });
+          continue;
+        }
+        try {
+          onWarning(warning);
+        } catch (error) {
+          observerFailed('onWarning', error);
+        }
+      }
+    },
+    () => {},
+  );
 }
 
 /** An observer's error: reported, never allowed to change a decision. */
@@ -782,6 +821,11 @@ export class RateLimiter {
             eventTenant === true,
           ),
     );
+    const onWarning = read('onWarning');
+    if (onWarning !== undefined && typeof onWarning !== 'function') {
+      throw new InvalidInputError('options.onWarning', 'a function', onWarning);
+    }
+    checkServer(store, onWarning as ((warning: StartupWarning) => void) | undefined);
     if (metrics !== undefined) {
       // A weak reference: a sink outliving the limiter must not keep it alive.
       const engine = new WeakRef(this.#engine);

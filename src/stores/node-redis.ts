@@ -18,6 +18,7 @@ import {
 } from '../errors.js';
 import type { Metrics, RedisEvent } from '../metrics/types.js';
 import { checkClientOptions } from './client-options.js';
+import { factsFromInfo, type ServerFacts } from './server-checks.js';
 import { watchForStalls } from './stall-watchdog.js';
 import type { ScriptStore } from './store.js';
 
@@ -113,6 +114,11 @@ export class NodeRedisStore implements ScriptStore {
         throw toSluiceError(retryError);
       });
     });
+  }
+
+  /** The server's version, role and eviction policy, from one `INFO`. */
+  serverFacts(): Promise<ServerFacts> {
+    return this.#send(['INFO']).then((reply) => factsFromInfo(String(reply)));
   }
 
   /** `sendCommand`, with a synchronous throw or a non-promise result turned into a rejection. */

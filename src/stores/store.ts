@@ -4,6 +4,7 @@
  * (`UnavailableError`, `StoreError`).
  */
 import type { LuaScript } from '../algorithms/script.js';
+import type { ServerFacts } from './server-checks.js';
 
 export interface ScriptStore {
   /**
@@ -18,4 +19,9 @@ export interface ScriptStore {
    * uses the process's monotonic clock.
    */
   readonly clock?: () => number;
+  /**
+   * The server's version, role and eviction policy, for the limiter's start-up checks
+   * (see `server-checks.ts`); stores without a server (`MemoryStore`) leave it out.
+   */
+  serverFacts?(): Promise<ServerFacts>;
 }

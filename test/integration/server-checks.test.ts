@@ -1,0 +1,108 @@
+/**
+ * The limiter's start-up checks against real servers: an eviction policy that can evict
+ * quota keys (allkeys-*, volatile-*), a replica, and — by its parsing, since only Redis 7
+ * runs here — a Redis older than 7.0; reported once, to `onWarning` or as a process warning,
+ * whatever client the application built.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { createClient } from 'redis';
+import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { RateLimiter } from '../../src/limiter.js';
+import { createRedisClient } from '../../src/stores/node-redis.js';
+import {
+  factsFromInfo,
+  olderThan,
+  type StartupWarning,
+  warningsFor,
+} from '../../src/stores/server-checks.js';
+
+const servers: PrivateRedis[] = [];
+const clients: { destroy(): void }[] = [];
+after(async () => {
+  for (const client of clients) client.destroy();
+  for (const server of servers) await server.stop();
+});
+
+async function server(args: string[] = []): Promise<PrivateRedis> {
+  const started = await startRedisServer(args);
+  servers.push(started);
+  return started;
+}
+
+/** The warnings a limiter on `url` reports, waiting until `count` came (or 3 s). */
+async function warningsOf(url: string, count: number): Promise<StartupWarning[]> {
+  const client = await createRedisClient({ url, onError: () => {} });
+  clients.push(client);
+  const warnings: StartupWarning[] = [];
+  new RateLimiter({ client, onWarning: (warning) => warnings.push(warning) });
+  const deadline = Date.now() + 3000;
+  while (warnings.length < count && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  // Anything more would have come with the same INFO reply.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return warnings;
+}
+
+describe('start-up checks', () => {
+  it('allkeys-* and volatile-* eviction policies are reported once; noeviction is not', async () => {
+    for (const policy of ['allkeys-lru', 'volatile-ttl']) {
+      const { url } = await server(['--maxmemory-policy', policy]);
+      const warnings = await warningsOf(url, 1);
+      assert.deepEqual(
+        warnings.map((w) => [w.code, w.facts.maxmemoryPolicy]),
+        [['SLUICE_EVICTION_POLICY', policy]],
+      );
+      assert.match(warnings[0]?.message ?? '', /noeviction/);
+    }
+    const { url } = await server();
+    assert.deepEqual(await warningsOf(url, 0), []);
+  });
+
+  it('a replica is reported', async () => {
+    const primary = await server();
+    const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
+    const warnings = await warningsOf(replica.url, 1);
+    assert.deepEqual(
+      warnings.map((w) => w.code),
+      ['SLUICE_REPLICA'],
+    );
+  });
+
+  it('without onWarning: a process warning with the code, also for a client the application built', async () => {
+    const { url } = await server(['--maxmemory-policy', 'allkeys-random']);
+    const client = createClient({ url, disableOfflineQueue: true });
+    client.on('error', () => {});
+    await client.connect();
+    clients.push(client);
+    const seen: string[] = [];
+    const onWarning = (warning: Error & { code?: string }) => seen.push(String(warning.code));
+    process.on('warning', onWarning);
+    try {
+      new RateLimiter({ client });
+      const deadline = Date.now() + 3000;
+      while (!seen.includes('SLUICE_EVICTION_POLICY') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(seen.includes('SLUICE_EVICTION_POLICY'), `warnings: ${seen.join(', ')}`);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('versions: 7.0 is the minimum (parsed from INFO)', () => {
+    assert.equal(olderThan('6.2.14', '7.0.0'), true);
+    assert.equal(olderThan('7.0.0', '7.0.0'), false);
+    assert.equal(olderThan('7.2.4', '7.0.0'), false);
+    assert.equal(olderThan('10.0.0', '7.0.0'), false);
+    const facts = factsFromInfo(
+      '# Server\r\nredis_version:6.2.14\r\n# Replication\r\nrole:master\r\n# Memory\r\nmaxmemory_policy:noeviction\r\n',
+    );
+    assert.deepEqual(facts, { version: '6.2.14', role: 'master', maxmemoryPolicy: 'noeviction' });
+    assert.deepEqual(
+      warningsFor(facts).map((w) => w.code),
+      ['SLUICE_REDIS_VERSION'],
+    );
+  });
+});
