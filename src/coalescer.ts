@@ -13,6 +13,7 @@ import { batchScript } from './algorithms/batch.js';
 import type { LuaScript } from './algorithms/script.js';
 import { callSafely } from './call-safely.js';
 import { StoreError, UnavailableError } from './errors.js';
+import { errorFromReply } from './stores/redis-errors.js';
 import type { ScriptStore } from './stores/store.js';
 
 /** One request waiting to be sent: a take, a peek, a takeAll or a reset (see `batch.lua`). */
@@ -137,7 +138,8 @@ function deliver(requests: BatchRequest[], items: number, replies: unknown, sent
   let offset = 0;
   for (const request of requests) {
     if (replies[offset] === -1) {
-      request.fail(new StoreError(String(replies[slots + (replies[offset + 1] as number) - 1])));
+      // An item's error reply, mapped as if the item had been sent alone.
+      request.fail(errorFromReply(String(replies[slots + (replies[offset + 1] as number) - 1])));
     } else {
       request.done(replies, offset, sentAt);
     }

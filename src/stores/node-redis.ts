@@ -13,11 +13,11 @@ import {
   InvalidInputError,
   RedisConfigError,
   type RedisConfigReason,
-  StoreError,
   UnavailableError,
 } from '../errors.js';
 import type { Metrics, RedisEvent } from '../metrics/types.js';
 import { checkClientOptions } from './client-options.js';
+import { errorFromReply } from './redis-errors.js';
 import { factsFromInfo, type ServerFacts } from './server-checks.js';
 import { watchForStalls } from './stall-watchdog.js';
 import type { ScriptStore } from './store.js';
@@ -27,16 +27,9 @@ export interface NodeRedisClientLike {
   sendCommand(args: string[]): Promise<unknown>;
 }
 
-/** Error replies that mean "not now" (loading, failover, busy script) rather than a bad call. */
-const TRANSIENT_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN)\b/;
-
-/** Maps a node-redis failure to a sluice error. */
+/** Maps a node-redis failure to a sluice error (see `redis-errors.ts`). */
 export function toSluiceError(error: unknown): Error {
-  if (error instanceof ErrorReply) {
-    return TRANSIENT_REPLIES.test(error.message)
-      ? new UnavailableError(`Redis is not serving: ${error.message}`, { cause: error })
-      : new StoreError(error.message, { cause: error });
-  }
+  if (error instanceof ErrorReply) return errorFromReply(error.message, error);
   const message = error instanceof Error ? error.message : String(error);
   return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
 }

@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createClient } from 'redis';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { UnavailableError } from '../../src/errors.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { createRedisClient } from '../../src/stores/node-redis.js';
 import {
@@ -68,6 +70,31 @@ describe('start-up checks', () => {
       warnings.map((w) => w.code),
       ['SLUICE_REPLICA'],
     );
+  });
+
+  it('a replica refuses a take with the same UnavailableError (READONLY) alone and in a batch', async () => {
+    const primary = await server();
+    const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
+    const client = await createRedisClient({ url: replica.url, onError: () => {} });
+    clients.push(client);
+    const limiter = new RateLimiter({ client, onWarning: () => {} });
+    const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
+    const alone = await limiter.take({ tenant: 'a' }, policy).then(
+      () => assert.fail('a replica admitted'),
+      (error: unknown) => error,
+    );
+    const batched = await Promise.allSettled([
+      limiter.take({ tenant: 'b' }, policy),
+      limiter.take({ tenant: 'c' }, policy),
+      limiter.takeAll([
+        { scope: { tenant: 'd' }, policy },
+        { scope: { tenant: 'd', route: 'r' }, policy },
+      ]),
+    ]);
+    for (const error of [alone, ...batched.map((r) => (r as PromiseRejectedResult).reason)]) {
+      assert.ok(error instanceof UnavailableError, String(error));
+      assert.match((error as Error).message, /READONLY/);
+    }
   });
 
   it('without onWarning: a process warning with the code, also for a client the application built', async () => {

@@ -1,0 +1,30 @@
+/**
+ * One mapping of Redis error replies to sluice errors, for every client and for errors that
+ * come back inside a batch's reply, so that a take gets the same error alone or batched.
+ *
+ * - "Not now" replies — the server is loading, failing over, busy with a script, a replica
+ *   (`READONLY`), a cluster that is down or mid-migration (`CLUSTERDOWN`, `TRYAGAIN`), a
+ *   redirection a client did not follow (`MOVED`, `ASK`) — are `UnavailableError`s: no
+ *   decision was made and a later call may succeed. Each keeps the reply's first word in
+ *   its message (`Redis is not serving: READONLY …`).
+ * - Every other reply (`WRONGTYPE`, `OOM`, `NOPERM`, a script error) is a `StoreError`
+ *   whose `redisCode` is the reply's first word.
+ */
+import { StoreError, UnavailableError } from '../errors.js';
+
+/** Error replies that mean "not now" rather than a bad call. */
+const TRANSIENT_REPLIES =
+  /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS)\b/;
+
+/** The sluice error for a Redis error reply's text. */
+export function errorFromReply(message: string, cause?: unknown): StoreError | UnavailableError {
+  const options = cause === undefined ? undefined : { cause };
+  return TRANSIENT_REPLIES.test(message)
+    ? new UnavailableError(`Redis is not serving: ${message}`, options)
+    : new StoreError(message, options);
+}
+
+/** True for a reply that says the command did not run here and belongs to another node. */
+export function isRedirection(message: string): boolean {
+  return /^(MOVED|ASK|TRYAGAIN|CROSSSLOT)\b/.test(message);
+}
