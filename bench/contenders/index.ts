@@ -16,6 +16,7 @@ const loaders: Record<string, () => Promise<Contender>> = {
   'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
   'sluice-takeall3': async () => (await import('./sluice.js')).takeAll3Contender,
   'sluice-take3': async () => (await import('./sluice.js')).take3Contender,
+  'sluice-metrics': async () => (await import('./sluice.js')).metricsContender,
 };
 for (const name of [
   'sluice-sliding-log',
@@ -28,11 +29,11 @@ for (const name of [
 
 export const contenderNames = Object.keys(loaders);
 /**
- * The policy variants, `sluice-takeall3` and `sluice-take3` are opt-in
+ * The policy variants, `sluice-takeall3`, `sluice-take3` and `sluice-metrics` are opt-in
  * (`--contenders sluice,sluice-gcra,…`): a full run stays a few minutes.
  */
 export const defaultContenderNames = contenderNames.filter(
-  (name) => !/^sluice-(sliding|token|gcra|takeall3$|take3$)/.test(name),
+  (name) => !/^sluice-(sliding|token|gcra|takeall3$|take3$|metrics$)/.test(name),
 );
 
 export function loadContender(name: string): Promise<Contender> {

@@ -5,7 +5,8 @@
  * deadline out; `sluice-<policy>` (opt-in) decides with another policy of the same limit
  * and window; `sluice-takeall3` (opt-in) decides each take with one `takeAll` of three
  * stacked limits of the tenant, and `sluice-take3` (opt-in, its reference) with three
- * independent `take`s of the same three limits.
+ * independent `take`s of the same three limits; `sluice-metrics` (opt-in) is sluice with
+ * `prometheusMetrics()` on the limiter and its client, scraped once a second.
  */
 import {
   createRedisClient,
@@ -169,3 +170,43 @@ function stackedItems(limit: number, windowMs: number): (tenant: string) => Take
     { scope: { tenant, route: ROUTE, user: 'u1' }, policy: perUser },
   ];
 }
+
+/**
+ * As sluice, with metrics on: `prometheusMetrics()` on a fresh prom-client `Registry`, given
+ * to the limiter and to `createRedisClient`, and the registry read as Prometheus would scrape
+ * it, once a second (more often than the usual 15 s), inside the measured span. Against
+ * `sluice`: what metrics cost ("metrics on vs off", bench/metrics/).
+ */
+export const metricsContender: Contender = {
+  name: 'sluice-metrics',
+  description:
+    'as sluice, with prometheusMetrics() on the limiter and its client (a fresh prom-client Registry, scraped every 1 s)',
+  async setup(url, { limit, windowMs }) {
+    const { Registry } = await import('prom-client');
+    const { prometheusMetrics } = await import('../../src/metrics/prometheus.js');
+    const registry = new Registry();
+    const metrics = prometheusMetrics({ registry });
+    const client = await createRedisClient({ url, metrics });
+    const limiter = new RateLimiter({ client, metrics });
+    const policy = fixedWindow({ limit, windowMs });
+    let scraped = '';
+    const scrape = setInterval(() => {
+      registry.metrics().then(
+        (text) => {
+          scraped = text;
+        },
+        () => {},
+      );
+    }, 1000);
+    return {
+      take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+      close: async () => {
+        clearInterval(scrape);
+        if (scraped !== '' && !scraped.includes('sluice_decisions_total')) {
+          throw new Error('sluice-metrics: the scrape lacks sluice_decisions_total');
+        }
+        await client.close();
+      },
+    };
+  },
+};
