@@ -1,40 +1,43 @@
 #!/usr/bin/env node
 /**
- * The `sluice` command.
+ * The `sluice` command (arguments parsed by commander).
  *
- *   sluice demo [--json]   three replicas share one quota (see src/demo/run.ts)
- *   sluice bench [...]     the benchmark harness of a source checkout (bench/run.ts)
- *   sluice help [command]  usage; `sluice <command> --help` too
- *   sluice --version       the package's version
+ *   sluice demo [--json]                 three replicas share one quota (src/demo/run.ts)
+ *   sluice bench [...]                   the benchmark harness of a source checkout
+ *   sluice inspect --config F --route R --tenant T [--user U]
+ *                                        each limit's would-be decision, key and PTTL (reads only)
+ *   sluice reset --config F --route R --tenant T [--user U] [--policy N] [--yes]
+ *                                        deletes exactly that scope's state, once confirmed
+ *   sluice stats [--namespace N]         live keys per namespace and algorithm, memory, eviction
+ *   sluice check-config FILE             validates a policy file, every problem with its path
+ *   sluice help [command], --help, --version
  *
- * Exit status: 0 when every expectation held (or help/version was printed), 1 when one
- * failed, 2 on a usage or setup error.
+ * Exit status: 0 ok; 1 a check failed or the input is invalid; 2 a usage or setup error
+ * (Redis unreachable). `--json` prints one JSON object on stdout, also on failure.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { NoRedisError, runDemo } from '../demo/run.js';
+import { checkConfig } from './check-config.js';
+import { CliError, DEFAULT_URL, EXIT } from './common.js';
+import { inspect, reset } from './scopes.js';
+import { stats } from './stats.js';
 
-const USAGE = `Usage: sluice <command> [options]
+const EXIT_STATUS = `
+Exit status:
+  0  ok
+  1  a check failed (demo, check-config) or the input is invalid (a policy file, a route or
+     policy the file does not have, a reset not confirmed)
+  2  a usage error (unknown command or option, missing argument) or a setup error (Redis
+     unreachable or failing, a file that cannot be read)`;
 
-Commands:
-  demo [--json]   start three API replicas that share one quota through Redis and show
-                  that exactly 10 of 30 concurrent requests pass (REDIS_URL, or a private
-                  redis-server on a free port). --json prints one JSON object.
-  bench [...]     run the benchmark harness against rate-limiter-flexible, rate-limit-redis,
-                  the seed's approach and a bare-socket floor (needs a source checkout with
-                  its dev dependencies)
-  help [command]  show this text, or a command's
+const REDIS_HELP = `
+Redis: --url, else REDIS_URL, else ${DEFAULT_URL}. Keys are those of
+--namespace (default "rate"): the namespace your RateLimiter uses.`;
 
-Options:
-  -h, --help      show this text (after a command: that command's usage)
-  -v, --version   print the version
-
-Exit status: 0 when every expectation held, 1 when one failed, 2 on a usage or setup error.`;
-
-const DEMO_USAGE = `Usage: sluice demo [--json]
-
+const DEMO_HELP = `
 Starts three API replicas, as separate processes, each with its own Redis connection and
 the limiter in front of POST /orders (10 per 1000 ms). Sends 30 concurrent requests for one
 tenant and checks that exactly 10 pass, that a request passes again after the window, and
@@ -43,113 +46,234 @@ that cutting the path to Redis answers 503 with Retry-After: 1.
 Redis: REDIS_URL when set (never stopped or flushed; each run uses a random tenant), else a
 private redis-server on a free loopback port, stopped at the end.
 
-Options:
-  --json          print one JSON object (the report) instead of the narration
-  -h, --help      show this text
-
 Exit status: 0 when every expectation held, 1 when one failed, 2 on a usage or setup error.`;
 
-const BENCH_USAGE = `Usage: sluice bench [options]
-
+const BENCH_HELP = `
 Runs bench/run.ts of the source checkout this command was built from (the harness and its
-contenders are dev dependencies, not part of the package), passing the options through:
-
-  --duration <ms>   --warmup <ms>   --rounds <n>   --quick
-  --contenders <a,b>   --scenarios <a,b>   --concurrency <1,16>   --out <dir>
-  -h, --help        show this text
-
+contenders are dev dependencies, not part of the package), passing the options through.
 \`npm run bench -- --help\` in the checkout describes each option and its default.
 
 Exit status: the harness's; 2 on a usage error or outside a source checkout.`;
 
-const COMMANDS: Record<string, string> = { demo: DEMO_USAGE, bench: BENCH_USAGE };
+const INSPECT_HELP = `
+For each limit of the route for that tenant — its own override, else its plan's (its own
+plan, else defaultPlan), else the route's, exactly as the route's guard decides — prints
+what a take would decide now (limiter.peek: consumes nothing, writes nothing), the Redis
+key of the limit's scope and the key's PTTL. Limits counted per user need --user.
+${REDIS_HELP}
 
-const HELP = { help: { type: 'boolean', short: 'h' } } as const;
-const BENCH_OPTIONS = {
-  ...HELP,
-  duration: { type: 'string' },
-  warmup: { type: 'string' },
-  rounds: { type: 'string' },
-  quick: { type: 'boolean' },
-  contenders: { type: 'string' },
-  scenarios: { type: 'string' },
-  concurrency: { type: 'string' },
-  out: { type: 'string' },
-} as const satisfies ParseArgsConfig['options'];
+Example:
+  sluice inspect --config policies.json --route POST/orders --tenant acme --user ann
+${EXIT_STATUS}`;
 
-/** Parses `args` strictly; on an unknown option or a missing value, prints `usage` and returns 2. */
-function parse<O extends NonNullable<ParseArgsConfig['options']>>(
-  name: string,
-  args: string[],
-  options: O,
-  usage: string,
-) {
-  try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
-  } catch (error) {
-    console.error(`${name}: ${(error as Error).message}\n\n${usage}`);
-    return 2 as const;
-  }
-}
+const RESET_HELP = `
+Deletes the state of the route's limits for that tenant (and user), each limit's one key
+with limiter.reset — never a pattern, never FLUSHDB — after showing the keys and asking for
+"yes" on the terminal; without a terminal it refuses unless --yes is given. A limit counted
+per tenant or per user is shared with the other routes that list it: resetting it resets it
+for them too. Every limiter on the namespace stops answering cached denials for the reset
+keys within 750 ms.
+${REDIS_HELP}
+
+Example:
+  sluice reset --config policies.json --route POST/orders --tenant acme --policy orders-burst
+${EXIT_STATUS}`;
+
+const STATS_HELP = `
+Counts the live sluice keys (scheme v2: <namespace>:{<tenant hash>}:<tag>.<policy digest>…)
+per namespace and algorithm, and distinct tenants, with SCAN … COUNT (never KEYS) — all
+namespaces, or only --namespace. Progress goes to stderr once the scan takes more than a
+second; after --max-seconds the scan stops and the counts are reported as partial. Also
+shows the server's version and role, used memory, maxmemory and maxmemory-policy, with a
+warning when that policy can evict quota keys (allkeys-* and volatile-*: every sluice key
+has a TTL; noeviction is the safe one).
+
+Redis: --url, else REDIS_URL, else ${DEFAULT_URL}.
+${EXIT_STATUS}`;
+
+const CHECK_HELP = `
+Validates a policy file (format 1 or 2) exactly as loadPolicies does. Valid: exit 0 and a
+summary of its routes, named policies, plans and tenants. Invalid: exit 1 and every problem,
+each with its path in the file (routes["POST/orders"].policy[1].limit, tenants.acme.plan).
+${EXIT_STATUS}`;
 
 function version(): string {
   const manifest = new URL('../../package.json', import.meta.url);
   return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
 }
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (command === undefined) {
-    console.error(USAGE);
-    return 2;
-  }
-  if (command === '--version' || command === '-v') {
-    if (rest.length > 0) return usageError(`unexpected argument "${rest[0]}"`);
-    console.log(version());
-    return 0;
-  }
-  if (command === '--help' || command === '-h') {
-    console.log(USAGE);
-    return 0;
-  }
-  if (command === 'help') {
-    const [topic, ...extra] = rest;
-    if (extra.length > 0) return usageError(`unexpected argument "${extra[0]}"`);
-    if (topic === undefined) {
-      console.log(USAGE);
-      return 0;
+function integer(max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(n) || n < 1 || n > max) {
+      throw new InvalidArgumentError(`an integer from 1 to ${max.toLocaleString('en-US')}`);
     }
-    const usage = COMMANDS[topic];
-    if (usage === undefined) return usageError(`unknown command "${topic}"`);
-    console.log(usage);
-    return 0;
-  }
-  if (command === 'demo') {
-    const values = parse('sluice demo', rest, { ...HELP, json: { type: 'boolean' } }, DEMO_USAGE);
-    if (values === 2) return 2;
-    if (values.help) {
-      console.log(DEMO_USAGE);
-      return 0;
-    }
-    return demo(values.json ?? false);
-  }
-  if (command === 'bench') {
-    const values = parse('sluice bench', rest, BENCH_OPTIONS, BENCH_USAGE);
-    if (values === 2) return 2;
-    if (values.help) {
-      console.log(BENCH_USAGE);
-      return 0;
-    }
-    return bench(rest);
-  }
-  return usageError(
-    command.startsWith('-') ? `unknown option "${command}"` : `unknown command "${command}"`,
-  );
+    return n;
+  };
 }
 
-function usageError(message: string): number {
-  console.error(`sluice: ${message}\n\n${USAGE}`);
-  return 2;
+function seconds(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0 || n > 86_400) {
+    throw new InvalidArgumentError('a number of seconds above 0 (at most 86400)');
+  }
+  return n;
+}
+
+const collect = (value: string, previous: string[] = []) => [...previous, value];
+
+/** Options every Redis command takes. */
+function redisOptions(command: Command, namespace = true): Command {
+  command.option('--url <url>', `Redis URL (default: REDIS_URL, else ${DEFAULT_URL})`);
+  if (namespace) command.option('--namespace <name>', 'the limiter’s namespace', 'rate');
+  return command.option('--json', 'print one JSON object (for scripts)');
+}
+
+/** Builds the program; actions store their exit status in `result.code`. */
+function program(argv: readonly string[], result: { code: number; json: boolean }): Command {
+  const run =
+    <A extends unknown[]>(action: (...args: A) => Promise<number> | number) =>
+    async (...args: A) => {
+      const options = args.find(
+        (a) => typeof a === 'object' && a !== null && !(a instanceof Command),
+      );
+      result.json = (options as { json?: boolean } | undefined)?.json === true;
+      result.code = await action(...args);
+    };
+
+  const sluice = new Command('sluice')
+    .usage('<command> [options]')
+    .description('Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark.')
+    .version(version(), '-v, --version', 'print the version')
+    .helpOption('-h, --help', 'show this text (after a command: that command’s usage)')
+    .helpCommand('help [command]', 'show this text, or a command’s')
+    .exitOverride()
+    .showHelpAfterError()
+    .addHelpText(
+      'after',
+      `
+Every command takes --help; inspect, reset and stats take --url (else REDIS_URL, else
+${DEFAULT_URL}) and --json.
+${EXIT_STATUS}`,
+    );
+
+  sluice
+    .command('demo')
+    .description(
+      'three API replicas share one quota through Redis: exactly 10 of 30 concurrent requests pass',
+    )
+    .option('--json', 'print one JSON object (the report) instead of the narration')
+    .addHelpText('after', DEMO_HELP)
+    .action(run((options: { json?: boolean }) => demo(options.json === true)));
+
+  sluice
+    .command('bench')
+    .description('the benchmark harness against other limiters (needs a source checkout)')
+    .option('--duration <ms>', 'measured time per run')
+    .option('--warmup <ms>', 'warm-up time per run')
+    .option('--rounds <n>', 'rounds, interleaved')
+    .option('--quick', 'a short run')
+    .option('--contenders <a,b>', 'which contenders')
+    .option('--scenarios <a,b>', 'which scenarios')
+    .option('--concurrency <1,16>', 'callers in flight')
+    .option('--out <dir>', 'where RESULTS.md and the SVG go')
+    .addHelpText('after', BENCH_HELP)
+    .action(run(() => bench(argv.slice(argv.indexOf('bench') + 1))));
+
+  redisOptions(
+    sluice
+      .command('inspect')
+      .description(
+        'what a take would decide for each limit of a route and tenant, its key and PTTL',
+      )
+      .requiredOption('--config <file>', 'the policy file (JSON)')
+      .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
+      .requiredOption('--tenant <tenant>', 'the tenant id')
+      .option('--user <user>', 'the user id (for limits counted per user)')
+      .addOption(
+        new Option('--cost <n>', 'units of the take (default: the route’s cost)').argParser(
+          integer(Number.MAX_SAFE_INTEGER),
+        ),
+      ),
+  )
+    .addHelpText('after', INSPECT_HELP)
+    .action(run(inspect));
+
+  redisOptions(
+    sluice
+      .command('reset')
+      .description('delete exactly one route and tenant’s state per limit, once confirmed')
+      .requiredOption('--config <file>', 'the policy file (JSON)')
+      .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
+      .requiredOption('--tenant <tenant>', 'the tenant id')
+      .option('--user <user>', 'the user id (for limits counted per user)')
+      .option('--policy <name>', 'only this limit (repeatable; default: every limit)', collect)
+      .option('--yes', 'do not ask for a confirmation (needed without a terminal)'),
+  )
+    .addHelpText('after', RESET_HELP)
+    .action(run(reset));
+
+  redisOptions(
+    sluice
+      .command('stats')
+      .description('live keys per namespace and algorithm, memory, eviction policy, server')
+      .option('--namespace <name>', 'only this namespace (default: every namespace)')
+      .addOption(
+        new Option('--max-seconds <s>', 'stop scanning after this long (counts then partial)')
+          .default(10)
+          .argParser(seconds),
+      )
+      .addOption(
+        new Option('--count <n>', 'the COUNT hint of each SCAN')
+          .default(1000)
+          .argParser(integer(100_000)),
+      ),
+    false,
+  )
+    .addHelpText('after', STATS_HELP)
+    .action(run(stats));
+
+  sluice
+    .command('check-config')
+    .description('validate a policy file: a summary, or every problem with its path')
+    .argument('<file>', 'the policy file (JSON)')
+    .option('--json', 'print one JSON object (for scripts)')
+    .addHelpText('after', CHECK_HELP)
+    .action(run((file: string, options: { json?: boolean }) => checkConfig(file, options)));
+
+  return sluice;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const result = { code: EXIT.ok as number, json: false };
+  const sluice = program(argv, result);
+  // `help nope` is a usage error, like `nope`.
+  if (argv[0] === 'help' && argv[1] !== undefined && !argv[1].startsWith('-')) {
+    if (!sluice.commands.some((c) => c.name() === argv[1])) {
+      console.error(`error: unknown command '${argv[1]}'\n`);
+      console.error(sluice.helpInformation());
+      return EXIT.usage;
+    }
+  }
+  try {
+    await sluice.parseAsync(argv, { from: 'user' });
+    return result.code;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version exit 0; every parsing error is a usage error.
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (error instanceof CliError) {
+      const name = argv.find((a) => !a.startsWith('-')) ?? '';
+      console.error(`sluice ${name}: ${error.message}`);
+      for (const line of error.details) console.error(line);
+      if (result.json) {
+        console.log(JSON.stringify({ ok: false, error: error.message, ...error.json }, null, 2));
+      }
+      return error.exitCode;
+    }
+    throw error;
+  }
 }
 
 async function demo(json: boolean): Promise<number> {

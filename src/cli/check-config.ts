@@ -1,0 +1,214 @@
+/**
+ * `sluice check-config FILE`: validates a policy file as the library loads it; prints a
+ * summary (routes, policies, plans, tenants) when it is valid, else every problem with its
+ * path in the file.
+ */
+import {
+  checkPolicies,
+  describePolicy,
+  fieldPath,
+  type PolicyConfig,
+  policyConfigFrom,
+  type RouteLimits,
+  readPolicyFile,
+  routeLimits,
+} from '../config/policies.js';
+import { InvalidInputError } from '../errors.js';
+import { limitNames, type ResolvedLimit } from '../http/limits.js';
+import { CliError, EXIT, issueJson, table, usage } from './common.js';
+
+/** Options of `sluice check-config`. */
+export interface CheckConfigOptions {
+  readonly json?: boolean;
+}
+
+/** A tenant id the file does not name: it has the default plan's limits, else the route's. */
+function unnamedTenant(config: PolicyConfig): string {
+  let tenant = '*';
+  while (config.tenants.has(tenant)) tenant += '*';
+  return tenant;
+}
+
+interface Summary {
+  readonly source: string;
+  readonly limits: readonly { name: string; policy: string; per: string }[];
+  readonly text: string;
+}
+
+function summary(
+  source: string,
+  limits: readonly ResolvedLimit[],
+  names: readonly string[],
+): Summary {
+  return {
+    source,
+    limits: limits.map((l, i) => ({ name: names[i] as string, policy: l.policy.name, per: l.per })),
+    text: limits
+      .map((l, i) => {
+        const name = l.policy.named ? names[i] : `${names[i]} (${describePolicy(l.policy)})`;
+        return l.per === 'route' ? name : `${name} per ${l.per}`;
+      })
+      .join(' + '),
+  };
+}
+
+/** The limits of a route for tenants the file does not name, and where plans or tenants change them. */
+function routeSummary(config: PolicyConfig, route: string) {
+  const of = (r: RouteLimits) => summary(r.source, r.limits, r.names);
+  const anyone = of(routeLimits(config, route, unnamedTenant(config)));
+  const plans: Record<string, Summary> = {};
+  for (const [plan, table] of config.plans) {
+    const limits = table.get(route);
+    if (limits !== undefined) {
+      plans[plan] = summary(
+        fieldPath(['plans', plan, route]),
+        limits,
+        limitNames(limits, route, 'limits'),
+      );
+    }
+  }
+  const tenants: Record<string, Summary> = {};
+  for (const [tenant, settings] of config.tenants) {
+    if (settings.routes.has(route)) tenants[tenant] = of(routeLimits(config, route, tenant));
+  }
+  return { anyone, plans, tenants };
+}
+
+/** `sluice check-config FILE`. */
+export async function checkConfig(file: string, options: CheckConfigOptions): Promise<number> {
+  let parsed: unknown;
+  try {
+    parsed = readPolicyFile(file);
+  } catch (error) {
+    if (!(error instanceof InvalidInputError)) throw error;
+    const cause = (error as { cause?: { code?: string } }).cause;
+    if (cause?.code !== undefined) throw usage(`cannot read ${file}: ${(cause as Error).message}`);
+    throw new CliError(
+      `${file} is not JSON: ${(cause as Error | undefined)?.message}`,
+      EXIT.failed,
+      [],
+      {
+        file,
+        valid: false,
+      },
+    );
+  }
+  const issues = checkPolicies(parsed);
+  if (issues.length > 0) {
+    if (options.json) {
+      console.log(
+        JSON.stringify({ ok: false, file, valid: false, errors: issues.map(issueJson) }, null, 2),
+      );
+    } else {
+      console.error(`${file}: invalid, ${issues.length} problem${issues.length === 1 ? '' : 's'}:`);
+      for (const issue of issues) console.error(`  ${issue.message}`);
+    }
+    return EXIT.failed;
+  }
+  const config = policyConfigFrom(parsed);
+  const routes = [...config.routes.values()].map((settings) => ({
+    route: settings.route,
+    cost: settings.cost,
+    failureMode: settings.failureMode,
+    ...(settings.failOpenLimit === undefined ? {} : { failOpenLimit: settings.failOpenLimit }),
+    shadow: settings.shadow,
+    perTenant: typeof settings.policy === 'function',
+    ...routeSummary(config, settings.route),
+  }));
+  if (options.json) {
+    console.log(
+      JSON.stringify(
+        {
+          ok: true,
+          file,
+          valid: true,
+          format: config.format,
+          routes: routes.map(({ anyone, plans, tenants, ...r }) => ({
+            ...r,
+            limits: anyone.limits,
+            source: anyone.source,
+            plans: Object.fromEntries(Object.entries(plans).map(([p, v]) => [p, v.limits])),
+            tenants: Object.fromEntries(Object.entries(tenants).map(([t, v]) => [t, v.limits])),
+          })),
+          policies: [...config.policies].map(([name, p]) => ({
+            name,
+            algorithm: p.algorithm,
+            limit: p.limit,
+            windowMs: p.quotaWindowMs,
+            version: p.version,
+            id: p.id,
+          })),
+          plans: [...config.plans.keys()],
+          defaultPlan: config.defaultPlan ?? null,
+          tenants: Object.fromEntries(
+            [...config.tenants].map(([t, s]) => [
+              t,
+              { plan: s.plan ?? null, routes: [...s.routes.keys()] },
+            ]),
+          ),
+        },
+        null,
+        2,
+      ),
+    );
+    return EXIT.ok;
+  }
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  console.log(
+    `${file}: valid (format ${config.format}): ${plural(routes.length, 'route')}, ${plural(
+      config.policies.size,
+      'named polic',
+    )
+      .replace(/polics$/, 'policies')
+      .replace(
+        /polic$/,
+        'policy',
+      )}, ${plural(config.plans.size, 'plan')}, ${plural(config.tenants.size, 'tenant')} with settings of their own`,
+  );
+  console.log('');
+  console.log(
+    'routes (the limits of a tenant the file does not name, then what plans and tenants change):',
+  );
+  for (const r of routes) {
+    const settings = [
+      r.cost === 1 ? '' : `cost ${r.cost}`,
+      r.failureMode === 'fail-open' ? `fail-open (local limit ${r.failOpenLimit})` : '',
+      r.shadow ? 'shadow' : '',
+    ].filter(Boolean);
+    console.log(
+      `  ${r.route}  ${r.anyone.text}${settings.length > 0 ? `  [${settings.join(', ')}]` : ''}`,
+    );
+    for (const [plan, v] of Object.entries(r.plans)) console.log(`    plan ${plan}: ${v.text}`);
+    for (const [tenant, v] of Object.entries(r.tenants))
+      console.log(`    tenant ${tenant}: ${v.text}`);
+  }
+  if (config.policies.size > 0) {
+    console.log('');
+    console.log('named policies:');
+    for (const line of table([...config.policies].map(([name, p]) => [name, describePolicy(p)]))) {
+      console.log(`  ${line}`);
+    }
+  }
+  if (config.plans.size > 0) {
+    console.log('');
+    console.log(
+      `plans: ${[...config.plans.keys()].map((p) => (p === config.defaultPlan ? `${p} (default)` : p)).join(', ')}`,
+    );
+  }
+  if (config.tenants.size > 0) {
+    console.log(
+      `tenants: ${[...config.tenants]
+        .map(([t, s]) => {
+          const parts = [
+            s.plan === undefined ? '' : `plan ${s.plan}`,
+            s.routes.size === 0
+              ? ''
+              : `${s.routes.size} route override${s.routes.size === 1 ? '' : 's'}`,
+          ].filter(Boolean);
+          return `${t} (${parts.join(', ')})`;
+        })
+        .join(', ')}`,
+    );
+  }
+  return EXIT.ok;
+}

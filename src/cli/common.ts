@@ -1,0 +1,195 @@
+/**
+ * What the `sluice` commands share: exit statuses, the error a command ends with, the Redis
+ * connection (`--url`, `REDIS_URL`), the policy file, and text formatting.
+ */
+import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/policies.js';
+import { InvalidInputError, isSluiceError } from '../errors.js';
+import { createRedisClient } from '../stores/node-redis.js';
+
+/** Exit statuses: 0 ok, 1 a check failed or the input is invalid, 2 usage or setup. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** Redis when neither `--url` nor `REDIS_URL` is given. */
+export const DEFAULT_URL = 'redis://127.0.0.1:6379';
+
+/** A namespace as the limiter takes it. */
+export const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/**
+ * Ends a command with `exitCode` and a message for stderr (and, with `--json`, an answer
+ * `{ ok: false, error, … }` on stdout). `details` are more lines for stderr.
+ */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+    readonly details: readonly string[] = [],
+    readonly json: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+/** A usage error (exit 2). */
+export const usage = (message: string) => new CliError(message, EXIT.usage);
+
+/** The options every Redis command takes. */
+export interface RedisOptions {
+  readonly url?: string;
+  readonly namespace: string;
+  readonly json?: boolean;
+}
+
+/** `--url`, else `REDIS_URL`, else the default. */
+export function redisUrl(options: { url?: string }): string {
+  return options.url ?? process.env.REDIS_URL ?? DEFAULT_URL;
+}
+
+/** The URL without its password, for messages: `redis://user:***@host:6379/0`. */
+export function redacted(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password === '') return url;
+    parsed.password = '***';
+    return parsed.toString();
+  } catch {
+    return url.replace(/\/\/[^@/]*@/, '//***@');
+  }
+}
+
+export type Client = Awaited<ReturnType<typeof createRedisClient>>;
+
+/**
+ * Connects to Redis once, without reconnecting. An unreachable Redis or a bad URL is a
+ * setup error (exit 2) with a one-line message, never a stack trace.
+ */
+export async function connect(url: string): Promise<Client> {
+  try {
+    return await createRedisClient({
+      url,
+      reconnect: false,
+      connectTimeoutMs: 2000,
+      stallTimeoutMs: 0,
+      onError: () => {},
+    });
+  } catch (error) {
+    if (error instanceof InvalidInputError) {
+      throw new CliError(
+        `${redacted(url)} is not a redis:// or rediss:// URL (--url, REDIS_URL)`,
+        EXIT.usage,
+      );
+    }
+    if (isSluiceError(error)) {
+      throw new CliError(
+        `cannot reach Redis at ${redacted(url)}: ${error.message.replace(/^Redis unavailable: /, '')}`,
+        EXIT.usage,
+        ['Give its address with --url or REDIS_URL (default redis://127.0.0.1:6379).'],
+      );
+    }
+    throw error;
+  }
+}
+
+/** Closes a client, whatever state it is in. */
+export async function disconnect(client: Client): Promise<void> {
+  try {
+    await client.close();
+  } catch {
+    if (client.isOpen) client.destroy();
+  }
+}
+
+/**
+ * Maps a failure of a Redis command to a setup error (exit 2): a timeout, a lost
+ * connection, an error reply (`NOAUTH`, `NOPERM`…).
+ */
+export function redisFailure(error: unknown, url: string): never {
+  if (isSluiceError(error) && error.code !== 'SLUICE_INVALID_INPUT') {
+    throw new CliError(`Redis at ${redacted(url)} failed: ${error.message}`, EXIT.usage);
+  }
+  if (error instanceof Error && !(error instanceof CliError) && /^[A-Z]+ /.test(error.message)) {
+    // An error reply from node-redis's own commands (NOAUTH, NOPERM, ERR unknown command…).
+    throw new CliError(`Redis at ${redacted(url)} replied: ${error.message}`, EXIT.usage);
+  }
+  throw error;
+}
+
+/** Reads the policy file: unreadable → exit 2; not JSON or invalid → exit 1 with every problem. */
+export async function readConfig(file: string): Promise<PolicyConfig> {
+  const { readFile } = await import('node:fs/promises');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`${file} is not JSON: ${(error as Error).message}`, EXIT.failed);
+  }
+  try {
+    return policyConfigFrom(parsed);
+  } catch (error) {
+    if (error instanceof PolicyFileError) {
+      const n = error.issues.length;
+      throw new CliError(
+        `${file} is not a valid policy file (${n} problem${n === 1 ? '' : 's'}; sluice check-config ${file} lists them)`,
+        EXIT.failed,
+        error.issues.map((issue) => `  ${issue.message}`),
+        { errors: error.issues.map(issueJson) },
+      );
+    }
+    throw error;
+  }
+}
+
+/** One problem of a policy file, as JSON. */
+export function issueJson(issue: InvalidInputError) {
+  return {
+    field: issue.field,
+    expected: issue.expected,
+    received: issue.received,
+    message: issue.message,
+  };
+}
+
+/** A duration in words, rounded: `850 ms`, `4.25 s`, `41.2 s`, `12 min 3 s`, `2 h 5 min`. */
+export function duration(ms: number): string {
+  if (!Number.isFinite(ms)) return 'never';
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 10_000) return `${Number((ms / 1000).toFixed(2))} s`;
+  if (ms < 120_000) return `${Number((ms / 1000).toFixed(1))} s`;
+  const s = Math.round(ms / 1000);
+  if (s < 7200) return `${Math.floor(s / 60)} min${s % 60 === 0 ? '' : ` ${s % 60} s`}`;
+  const m = Math.round(s / 60);
+  return `${Math.floor(m / 60)} h${m % 60 === 0 ? '' : ` ${m % 60} min`}`;
+}
+
+/** `1,234,567`. */
+export const count = (n: number) => n.toLocaleString('en-US');
+
+/** Rows as aligned columns (numbers right-aligned, with thousands separators), two spaces apart. */
+export function table(rows: readonly (readonly (string | number)[])[]): string[] {
+  const cells = rows.map((row) =>
+    row.map((cell) => (typeof cell === 'number' ? count(cell) : cell)),
+  );
+  const widths: number[] = [];
+  for (const row of cells) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return cells.map((row, r) =>
+    row
+      .map((cell, i) =>
+        typeof rows[r]?.[i] === 'number'
+          ? cell.padStart(widths[i] ?? 0)
+          : cell.padEnd(widths[i] ?? 0),
+      )
+      .join('  ')
+      .trimEnd(),
+  );
+}
