@@ -56,16 +56,28 @@ export const OVERFLOW_LABEL = '_other';
 /** Default of `maxLabelValues`: distinct policy names, and distinct routes, each. */
 export const DEFAULT_MAX_LABEL_VALUES = 500;
 
-// Fixed-shape lookup objects: a property read, no string work on the hot path.
-const DECISION_INDEX: Readonly<Record<string, number>> = {
-  allowed: 0,
-  limited: 1,
-  invalid: 2,
-  timeout: 3,
-  unavailable: 4,
-  overload: 5,
-  store_error: 6,
-};
+/** The index of an outcome in {@link DECISION_OUTCOMES}, -1 for one this version does not know. */
+function decisionIndex(outcome: string): number {
+  switch (outcome) {
+    case 'allowed':
+      return 0;
+    case 'limited':
+      return 1;
+    case 'invalid':
+      return 2;
+    case 'timeout':
+      return 3;
+    case 'unavailable':
+      return 4;
+    case 'overload':
+      return 5;
+    case 'store_error':
+      return 6;
+    default:
+      return -1;
+  }
+}
+// Fixed-shape lookup objects for the rarer events.
 const REQUEST_INDEX: Readonly<Record<string, number>> = {
   allowed: 0,
   limited: 1,
@@ -144,6 +156,9 @@ export class Tally {
   readonly bounds: readonly number[] | undefined;
   readonly #maxLabelValues: number;
   readonly #who: string;
+  /** The last decision's policy name, and its tally. */
+  #lastName: string | undefined;
+  #lastTally: PolicyTally | undefined;
   #warnedPolicies = false;
   #warnedRoutes = false;
   #warnedDeadline = false;
@@ -156,9 +171,16 @@ export class Tally {
 
   /** Counts one decision (and keeps its latency when it went to Redis). */
   decision(event: DecisionEvent): void {
-    const index = DECISION_INDEX[event.outcome];
-    if (index === undefined) return; // an outcome this version does not know
-    const tally = this.policy(event.policy);
+    const index = decisionIndex(event.outcome);
+    if (index < 0) return; // an outcome this version does not know
+    // Most calls decide the same policy as the last one: skip the map.
+    const name = event.policy;
+    let tally = this.#lastTally;
+    if (tally === undefined || this.#lastName !== name) {
+      tally = this.policy(name);
+      this.#lastName = name;
+      this.#lastTally = tally;
+    }
     tally.outcomes[index] = (tally.outcomes[index] as number) + 1;
     if (event.cached) {
       tally.cachedDenials++;
