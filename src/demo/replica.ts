@@ -1,6 +1,8 @@
 /**
  * One API replica of the demo: a `node:http` server with the limiter in front of
- * `POST /orders`, its own Redis connection, and `GET /healthz` (not limited).
+ * `POST /orders`, its own Redis connection, `GET /healthz` (not limited) and `GET /metrics`
+ * (Prometheus text from `sluice/prometheus`; `501` when the optional peer `prom-client` is
+ * not installed).
  *
  * Environment: `REDIS_URL`, `SLUICE_DEMO_SECRET`, `SLUICE_DEMO_NAME`. Started by
  * `sluice demo` with an IPC channel; it reports `{ port }` once listening.
@@ -15,17 +17,24 @@ import { verifiedTenant } from './identity.js';
 const secret = process.env.SLUICE_DEMO_SECRET ?? '';
 const name = process.env.SLUICE_DEMO_NAME ?? 'replica';
 let redisErrors = 0;
+// Metrics when prom-client (an optional peer dependency) is installed; the demo runs without.
+const metrics = await import('../metrics/prometheus.js').then(
+  ({ prometheusMetrics }) => prometheusMetrics(),
+  () => undefined,
+);
 const client = await createRedisClient({
   url: process.env.REDIS_URL,
   onError: () => {
     redisErrors++;
   },
+  metrics,
 });
 const limiter = new RateLimiter({
   client,
   namespace: 'sluice-demo',
   timeoutMs: 150,
   maxInFlight: 1000,
+  metrics,
 });
 // Policies come from configuration, validated once at start: examples/demo-policies.json,
 // which the build copies next to this module (dist/demo/), so the installed package has it.
@@ -43,6 +52,7 @@ const createOrder = withRateLimit(
     cost: orders.cost,
     identify: (req) => verifiedTenant(secret, req),
     failureMode: orders.failureMode,
+    metrics,
   },
   (_req, res) => {
     handled++;
@@ -57,6 +67,24 @@ const server = createServer((req, res) => {
   if (req.method === 'GET' && path === '/healthz') {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ replica: name, handled, redisErrors, limiter: limiter.stats() }));
+    return;
+  }
+  if (req.method === 'GET' && path === '/metrics') {
+    if (metrics === undefined) {
+      res.writeHead(501, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'metrics need prom-client: npm install prom-client' }));
+      return;
+    }
+    metrics.registry.metrics().then(
+      (text) => {
+        res.writeHead(200, { 'content-type': metrics.registry.contentType });
+        res.end(text);
+      },
+      () => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: 'metrics_failed' }));
+      },
+    );
     return;
   }
   res.writeHead(404, { 'content-type': 'application/json' });

@@ -10,6 +10,9 @@
  *    10 per 1000 ms → exactly 10 admitted (S17).
  * 4. After the window (1100 ms) a request is admitted again (S18).
  * 5. The path to Redis is cut → `503` with `Retry-After: 1` (fail-closed, S16).
+ *
+ * Each replica serves `GET /metrics` (Prometheus text); after step 3 the demo prints replica
+ * #1's non-zero sluice counts from it.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -121,6 +124,7 @@ export async function runDemo(log: (line: string) => void = () => {}): Promise<D
     log(`  Redis:    ${redisLabel}`);
     log(`  Replicas: ${ports.map((port, i) => `#${i + 1} 127.0.0.1:${port}`).join(', ')}`);
     log(`  Policy:   fixed window, ${LIMIT} per ${WINDOW_MS} ms on POST/orders; tenant ${tenant}`);
+    log('  Metrics:  GET /metrics on each replica (Prometheus text)');
     await Promise.all(
       ports.map((port) => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.text())),
     );
@@ -161,6 +165,8 @@ export async function runDemo(log: (line: string) => void = () => {}): Promise<D
       `  total:      ${admitted} admitted, ${limited} limited (expected exactly ${LIMIT} admitted)`,
     );
     log(`  a limited response carried Retry-After: ${retryAfterSeen ?? '(none)'}`);
+    log('');
+    for (const line of await metricsExcerpt(ports[0] as number)) log(line);
 
     await sleep(WINDOW_MS + 100);
     const after = await order(ports[0] as number);
@@ -205,6 +211,24 @@ export async function runDemo(log: (line: string) => void = () => {}): Promise<D
   } finally {
     for (const cleanup of cleanups.reverse()) await cleanup();
   }
+}
+
+/** Lines about replica `port`'s `GET /metrics`: its non-zero sluice counts. */
+async function metricsExcerpt(port: number): Promise<string[]> {
+  const url = `http://127.0.0.1:${port}/metrics`;
+  const res = await fetch(url).catch(() => undefined);
+  const text = res === undefined ? '' : await res.text();
+  if (res?.status !== 200) {
+    return [`GET ${url} → ${res?.status ?? 'no answer'} (metrics need prom-client installed)`];
+  }
+  const counts = text
+    .split('\n')
+    .filter((line) => /^sluice_(decisions|cached_denials|http_requests)_total\{/.test(line))
+    .filter((line) => !line.endsWith(' 0'));
+  return [
+    `Replica #1, GET ${url} (Prometheus text; non-zero counts):`,
+    ...counts.map((l) => `  ${l}`),
+  ];
 }
 
 function startReplica(
