@@ -19,11 +19,12 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { NoRedisError, runDemo } from '../demo/run.js';
-import { checkConfig } from './check-config.js';
-import { CliError, DEFAULT_URL, EXIT } from './common.js';
-import { inspect, reset } from './scopes.js';
-import { stats } from './stats.js';
+import { CliError, DEFAULT_URL, EXIT } from './exit.js';
+import type { InspectOptions, ResetOptions } from './scopes.js';
+import type { StatsOptions } from './stats.js';
+
+// Each command's module (and the Redis client under it) is loaded when the command runs:
+// help, version and usage errors answer at once.
 
 const EXIT_STATUS = `
 Exit status:
@@ -197,7 +198,7 @@ ${EXIT_STATUS}`,
       ),
   )
     .addHelpText('after', INSPECT_HELP)
-    .action(run(inspect));
+    .action(run(async (o: InspectOptions) => (await import('./scopes.js')).inspect(o)));
 
   redisOptions(
     sluice
@@ -211,7 +212,7 @@ ${EXIT_STATUS}`,
       .option('--yes', 'do not ask for a confirmation (needed without a terminal)'),
   )
     .addHelpText('after', RESET_HELP)
-    .action(run(reset));
+    .action(run(async (o: ResetOptions) => (await import('./scopes.js')).reset(o)));
 
   redisOptions(
     sluice
@@ -231,7 +232,7 @@ ${EXIT_STATUS}`,
     false,
   )
     .addHelpText('after', STATS_HELP)
-    .action(run(stats));
+    .action(run(async (o: StatsOptions) => (await import('./stats.js')).stats(o)));
 
   sluice
     .command('check-config')
@@ -239,7 +240,11 @@ ${EXIT_STATUS}`,
     .argument('<file>', 'the policy file (JSON)')
     .option('--json', 'print one JSON object (for scripts)')
     .addHelpText('after', CHECK_HELP)
-    .action(run((file: string, options: { json?: boolean }) => checkConfig(file, options)));
+    .action(
+      run(async (file: string, options: { json?: boolean }) =>
+        (await import('./check-config.js')).checkConfig(file, options),
+      ),
+    );
 
   return sluice;
 }
@@ -277,6 +282,7 @@ async function main(argv: string[]): Promise<number> {
 }
 
 async function demo(json: boolean): Promise<number> {
+  const { NoRedisError, runDemo } = await import('../demo/run.js');
   try {
     const report = await runDemo(json ? undefined : (line) => console.log(line));
     if (json) console.log(JSON.stringify(report, null, 2));

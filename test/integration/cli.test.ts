@@ -1,0 +1,635 @@
+/**
+ * The operators' commands, run as a user runs them — the built `dist/cli/main.js` as a
+ * child process with `--url` — against a private redis-server: `inspect` consumes and
+ * changes nothing (every key's value and expiry time compared before and after), `reset`
+ * deletes exactly the scope asked for (other tenants, users and policies untouched),
+ * `stats` counts the keys of two namespaces per algorithm and warns under an evicting
+ * `maxmemory-policy`, `check-config` answers 0/1 with every problem's path, and usage errors
+ * and an unreachable Redis exit 2 with a message, never a stack trace.
+ */
+import assert from 'node:assert/strict';
+import { execFile, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { gcra } from '../../src/algorithms/gcra.js';
+import type { Policy } from '../../src/algorithms/policy.js';
+import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
+import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
+import { tokenBucket } from '../../src/algorithms/token-bucket.js';
+import { loadPolicyConfig, routeLimits } from '../../src/config/policies.js';
+import { RateLimiter } from '../../src/limiter.js';
+import type { Scope } from '../../src/types.js';
+import { type Client, useRedis } from '../helpers/redis.js';
+
+const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
+const redis = useRedis();
+
+const POLICY_FILE = {
+  policies: {
+    burst: { algorithm: 'fixed-window', limit: 5, windowMs: 60_000 },
+    hourly: { algorithm: 'sliding-window-log', limit: 50, windowMs: 3_600_000 },
+    smooth: { algorithm: 'sliding-window-counter', limit: 20, windowMs: 60_000 },
+    api: { algorithm: 'token-bucket', capacity: 100, refillIntervalMs: 60_000 },
+    steady: { algorithm: 'gcra', limit: 10, periodMs: 60_000 },
+  },
+  routes: {
+    'POST/orders': [
+      'burst',
+      { policy: 'hourly', per: 'route-user' },
+      { policy: 'api', per: 'tenant' },
+    ],
+    'GET/search': [{ policy: 'smooth', per: 'user' }, 'steady', { policy: 'api', per: 'tenant' }],
+  },
+  plans: {
+    pro: {
+      'POST/orders': [
+        { algorithm: 'fixed-window', name: 'burst-pro', limit: 50, windowMs: 60_000 },
+        { policy: 'api', per: 'tenant' },
+      ],
+    },
+  },
+  tenants: { acme: { plan: 'pro' } },
+};
+
+let dir = '';
+let file = '';
+before(() => {
+  assert.ok(existsSync(cli), 'dist/ is missing: run `npm run build` (npm test does)');
+  dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+  file = join(dir, 'policies.json');
+  writeFileSync(file, JSON.stringify(POLICY_FILE, null, 2));
+});
+after(() => {
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the CLI; stdin is a pipe (never a terminal). */
+function sluice(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [cli, ...args],
+      { env: { ...process.env, REDIS_URL: '', ...env }, timeout: 30_000 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    child.stdin?.end();
+  });
+}
+
+const url = () => ['--url', redis.server.url];
+const json = (run: Run) => JSON.parse(run.stdout);
+const noStack = (run: Run) => assert.doesNotMatch(run.stderr, /\n\s+at /, 'no stack trace');
+
+/** Every key of the database with its type, value (DUMP) and absolute expiry time. */
+async function snapshot(admin: Client): Promise<Map<string, string>> {
+  const keys = (await admin.sendCommand(['KEYS', '*'])) as string[]; // a test server only
+  const out = new Map<string, string>();
+  for (const key of keys.sort()) {
+    const dump = (await admin.sendCommand(['DUMP', key])) as string | null;
+    const expires = await admin.sendCommand(['PEXPIRETIME', key]);
+    out.set(key, `${Buffer.from(dump ?? '', 'latin1').toString('hex')} @${String(expires)}`);
+  }
+  return out;
+}
+
+/** The scope a limit counts on (as the guard builds it). */
+function scopeOf(per: string, tenant: string, route: string, user: string): Scope {
+  if (per === 'tenant') return { tenant };
+  if (per === 'user') return { tenant, user };
+  if (per === 'route-user') return { tenant, route, user };
+  return { tenant, route };
+}
+
+/** Takes `n` times every limit of `route` for `tenant`/`user`; returns each limit's key. */
+async function spend(
+  limiter: RateLimiter,
+  route: string,
+  tenant: string,
+  user: string,
+  n: number,
+): Promise<Map<string, string>> {
+  const config = loadPolicyConfig(file);
+  const { limits, names } = routeLimits(config, route, tenant);
+  const items = limits.map((l) => ({
+    scope: scopeOf(l.per, tenant, route, user),
+    policy: l.policy,
+  }));
+  for (let i = 0; i < n; i++) assert.equal((await limiter.takeAll(items)).allowed, true);
+  return new Map(
+    items.map((item, i) => [names[i] as string, limiter.keyOf(item.scope, item.policy)]),
+  );
+}
+
+describe('sluice inspect', () => {
+  it('shows each limit’s decision, key and PTTL for the tenant’s plan, and changes nothing in Redis', async () => {
+    const client = await redis.client();
+    const admin = await redis.admin();
+    const limiter = new RateLimiter({ client });
+    const orders = await spend(limiter, 'POST/orders', 'globex', 'bob', 2);
+    const search = await spend(limiter, 'GET/search', 'globex', 'bob', 3);
+    await spend(limiter, 'POST/orders', 'acme', 'ann', 1);
+    const before = await snapshot(admin);
+    assert.ok(before.size >= 6, `${before.size} keys`);
+
+    const args = ['--config', file, '--tenant', 'globex', '--user', 'bob', ...url()];
+    const [text, asJson, acme, searchJson] = await Promise.all([
+      sluice(['inspect', '--route', 'POST/orders', ...args]),
+      sluice(['inspect', '--route', 'POST/orders', '--json', ...args]),
+      sluice([
+        'inspect',
+        '--route',
+        'POST/orders',
+        '--json',
+        ...args.slice(0, 2),
+        '--tenant',
+        'acme',
+        ...url(),
+      ]),
+      sluice(['inspect', '--route', 'GET/search', '--json', ...args]),
+    ]);
+    assert.deepEqual(await snapshot(admin), before, 'no key changed: values and expiry times');
+
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(
+      text.stdout,
+      /^POST\/orders for tenant "globex", user "bob": no plan; limits from routes\["POST\/orders"\]/,
+    );
+    assert.match(
+      text.stdout,
+      /burst {2}fixed-window, 5 per 60 s, per route\n {2}a take now {2}allowed, 2 of 5 left after it/,
+    );
+    assert.match(text.stdout, /A request now would be admitted: every limit admits it\./);
+
+    assert.equal(asJson.code, 0, asJson.stderr);
+    const report = json(asJson);
+    assert.equal(report.allowed, true);
+    assert.deepEqual(
+      report.limits.map((l: { name: string; per: string; key: string }) => [l.name, l.per, l.key]),
+      [
+        ['burst', 'route', orders.get('burst')],
+        ['hourly', 'route-user', orders.get('hourly')],
+        ['api', 'tenant', orders.get('api')],
+      ],
+    );
+    for (const limit of report.limits) {
+      assert.equal(limit.exists, true, limit.name);
+      assert.ok(
+        limit.pttlMs > 0 && limit.pttlMs <= limit.windowMs * 60,
+        `${limit.name} ${limit.pttlMs}`,
+      );
+    }
+    // A peek is the take it would be: 5 − 2 spent − 1 = 2 left after it.
+    assert.equal(report.limits[0].decision.remaining, 2);
+    assert.equal(report.limits[1].decision.remaining, 47);
+
+    // acme is on plan pro: its limits are the plan's.
+    const pro = json(acme);
+    assert.deepEqual(
+      [pro.plan, pro.planFrom, pro.source],
+      ['pro', 'tenants.acme.plan', 'plans.pro["POST/orders"]'],
+    );
+    assert.deepEqual(
+      pro.limits.map((l: { name: string }) => l.name),
+      ['burst-pro', 'api'],
+    );
+
+    const s = json(searchJson);
+    assert.deepEqual(
+      s.limits.map((l: { name: string; key: string; algorithm: string }) => [
+        l.name,
+        l.algorithm,
+        l.key,
+      ]),
+      [
+        ['smooth', 'sliding-window-counter', search.get('smooth')],
+        ['steady', 'gcra', search.get('steady')],
+        ['api', 'token-bucket', search.get('api')],
+      ],
+    );
+  });
+
+  it('a denial is shown (and spends nothing); limits per user need --user; an unknown route is exit 1', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    await spend(limiter, 'POST/orders', 'initech', 'eve', 5);
+    const admin = await redis.admin();
+    const before = await snapshot(admin);
+    const base = ['inspect', '--config', file, '--tenant', 'initech', ...url()];
+    const [denied, noUser, noRoute] = await Promise.all([
+      sluice([...base, '--route', 'POST/orders', '--user', 'eve', '--json']),
+      sluice([...base, '--route', 'POST/orders']),
+      sluice([...base, '--route', 'POST/nope', '--json']),
+    ]);
+    assert.deepEqual(await snapshot(admin), before);
+    const report = json(denied);
+    assert.equal(report.allowed, false);
+    assert.equal(report.limits[0].decision.allowed, false);
+    assert.ok(report.limits[0].decision.retryAfterMs > 0);
+    assert.equal(noUser.code, 2);
+    assert.match(noUser.stderr, /--user is needed: "hourly" counts per user on this route/);
+    assert.equal(noRoute.code, 1);
+    assert.match(noRoute.stderr, /no route "POST\/nope"/);
+    assert.deepEqual(json(noRoute).routes, ['POST/orders', 'GET/search']);
+  });
+});
+
+describe('sluice reset', () => {
+  it('deletes exactly the scope asked for: one policy, then the route’s limits; other tenants, users and policies untouched', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const admin = await redis.admin();
+    const mine = await spend(limiter, 'POST/orders', 'umbrella', 'u1', 2);
+    const otherUser = await spend(limiter, 'POST/orders', 'umbrella', 'u2', 1);
+    const otherTenant = await spend(limiter, 'POST/orders', 'hooli', 'u1', 1);
+    const search = await spend(limiter, 'GET/search', 'umbrella', 'u1', 1);
+    const args = [
+      'reset',
+      '--config',
+      file,
+      '--route',
+      'POST/orders',
+      '--tenant',
+      'umbrella',
+      '--user',
+      'u1',
+      ...url(),
+    ];
+
+    // Without a terminal and without --yes: refused, nothing deleted.
+    const before = await snapshot(admin);
+    const refused = await sluice(args);
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /stdin is not a terminal \(add --yes\)/);
+    assert.deepEqual(await snapshot(admin), before);
+
+    // One policy: only its key for this user on this route.
+    const one = await sluice([...args, '--policy', 'hourly', '--yes']);
+    assert.equal(one.code, 0, one.stderr);
+    assert.match(one.stdout, /^deleted {3}hourly {2}rate:\{/m);
+    const after = await snapshot(admin);
+    const hourly = mine.get('hourly') as string;
+    assert.equal(after.has(hourly), false);
+    assert.deepEqual(
+      new Map([...before].filter(([key]) => key !== hourly && !key.endsWith(':reset-epoch'))),
+      new Map([...after].filter(([key]) => !key.endsWith(':reset-epoch'))),
+    );
+    // The reset epoch changed: every limiter's denial cache follows.
+    assert.notEqual(after.get('rate:reset-epoch'), undefined);
+
+    // Every limit of the route, as JSON: the tenant-wide one too (it is one of them).
+    const all = await sluice([...args, '--yes', '--json']);
+    assert.equal(all.code, 0, all.stderr);
+    assert.deepEqual(
+      json(all).reset.map((r: { name: string; key: string; deleted: boolean }) => [
+        r.name,
+        r.key,
+        r.deleted,
+      ]),
+      [
+        ['burst', mine.get('burst'), true],
+        ['hourly', hourly, false],
+        ['api', mine.get('api'), true],
+      ],
+    );
+    const left = await snapshot(admin);
+    for (const key of mine.values()) assert.equal(left.has(key), false, key);
+    const reset = new Set(mine.values());
+    for (const [name, key] of [...otherTenant, ...search]) {
+      if (reset.has(key)) continue; // umbrella's tenant-wide "api" is on both routes
+      assert.equal(left.get(key), before.get(key), name);
+    }
+    // u2's own per-user key is untouched; the route and tenant ones were shared with u1.
+    assert.equal(
+      left.get(otherUser.get('hourly') as string),
+      before.get(otherUser.get('hourly') as string),
+    );
+
+    const unknown = await sluice([...args, '--policy', 'nope', '--yes']);
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no limit named "nope".*\nIts limits: burst, hourly, api/);
+  });
+
+  const hasScript = spawnSync('script', ['--version']).status === 0;
+  it('asks on a terminal: only "yes" deletes', {
+    skip: hasScript ? false : 'no script(1) for a terminal',
+  }, async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const admin = await redis.admin();
+    const keys = await spend(limiter, 'GET/search', 'wonka', 'w1', 1);
+    const command = [
+      cli,
+      'reset',
+      '--config',
+      file,
+      '--route',
+      'GET/search',
+      '--tenant',
+      'wonka',
+      '--user',
+      'w1',
+      ...url(),
+    ]
+      .map((a) => `'${a}'`)
+      .join(' ');
+    const answer = (input: string) =>
+      spawnSync('script', ['-qec', `'${process.execPath}' ${command}`, '/dev/null'], {
+        input,
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+    const no = answer('no\n');
+    assert.equal(no.status, 1, no.stdout);
+    assert.match(no.stdout, /Type "yes"/);
+    assert.match(no.stdout, /not confirmed: nothing deleted/);
+    for (const key of keys.values()) assert.equal(await admin.exists(key), 1);
+    const yes = answer('yes\n');
+    assert.equal(yes.status, 0, yes.stdout);
+    for (const key of keys.values()) assert.equal(await admin.exists(key), 0);
+  });
+});
+
+describe('sluice stats', () => {
+  it('counts the live keys of two namespaces per algorithm; warns when the eviction policy can evict them', async () => {
+    // Namespaces of their own: the other tests' keys are in "rate".
+    const client = await redis.client();
+    const admin = await redis.admin();
+    const rate = new RateLimiter({ client, namespace: 'st-rate' });
+    const ip = new RateLimiter({ client, namespace: 'st-ip' });
+    const fw = fixedWindow({ limit: 5, windowMs: 60_000 });
+    const tb = tokenBucket({ capacity: 5, refillIntervalMs: 60_000 });
+    const policies: [RateLimiter, Scope, Policy][] = [
+      [rate, { tenant: 'a', route: 'GET/x' }, fw],
+      [rate, { tenant: 'b', route: 'GET/x' }, fw],
+      [rate, { tenant: 'a' }, tb],
+      [ip, { tenant: '203.0.113.7', route: 'POST/login' }, gcra({ limit: 5, periodMs: 60_000 })],
+      [
+        ip,
+        { tenant: '203.0.113.7', route: 'POST/login' },
+        slidingWindowLog({ limit: 5, windowMs: 60_000 }),
+      ],
+      [
+        ip,
+        { tenant: '203.0.113.8', user: 'x' },
+        slidingWindowCounter({ limit: 5, windowMs: 60_000 }),
+      ],
+    ];
+    for (const [limiter, scope, policy] of policies) await limiter.take(scope, policy);
+    await admin.set('st-app:cache', 'not a sluice key');
+
+    const [all, only] = await Promise.all([
+      sluice(['stats', '--json', ...url()]),
+      sluice(['stats', '--namespace', 'st-ip', '--json', ...url()]),
+    ]);
+    assert.equal(all.code, 0, all.stderr);
+    const report = json(all);
+    assert.deepEqual(report.namespaces['st-rate'], {
+      keys: 3,
+      algorithms: {
+        'fixed-window': 2,
+        'sliding-window-log': 0,
+        'sliding-window-counter': 0,
+        'token-bucket': 1,
+        gcra: 0,
+      },
+      tenantWideKeys: 1,
+      tenants: 2,
+      resetEpoch: false,
+    });
+    assert.deepEqual(report.namespaces['st-ip'].algorithms, {
+      'fixed-window': 0,
+      'sliding-window-log': 1,
+      'sliding-window-counter': 1,
+      'token-bucket': 0,
+      gcra: 1,
+    });
+    assert.equal(report.namespaces['st-ip'].tenants, 2);
+    assert.ok(report.otherKeys >= 1);
+    assert.equal(report.scan.complete, true);
+    assert.equal(report.server.maxmemoryPolicy, 'noeviction');
+    assert.equal(report.server.role, 'master');
+    assert.match(report.server.version, /^\d+\.\d+\.\d+$/);
+    assert.deepEqual(report.warnings, []);
+    assert.deepEqual(Object.keys(json(only).namespaces), ['st-ip']);
+    assert.equal(json(only).namespaces['st-ip'].keys, 3);
+
+    await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru']);
+    try {
+      const [text, warned] = await Promise.all([
+        sluice(['stats', '--namespace', 'st-rate', ...url()]),
+        sluice(['stats', '--json', ...url()]),
+      ]);
+      assert.equal(text.code, 0, text.stderr);
+      assert.match(text.stdout, /maxmemory-policy allkeys-lru/);
+      assert.match(text.stdout, /^namespace +keys +tenants +fixed-window .*\nst-rate +3 +2 +2 /m);
+      assert.match(
+        text.stderr,
+        /^warning: maxmemory-policy is allkeys-lru: under memory pressure Redis evicts keys, quota keys included/m,
+      );
+      assert.match(json(warned).warnings[0], /allkeys-lru.*noeviction/);
+      await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'volatile-ttl']);
+      const volatile = json(await sluice(['stats', '--json', ...url()]));
+      assert.match(volatile.warnings[0], /volatile-ttl.*every sluice key has a TTL/);
+    } finally {
+      await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
+    }
+  });
+
+  it('stops at --max-seconds and says the counts are partial', async () => {
+    const admin = await redis.admin();
+    const batch: string[] = [];
+    for (let i = 0; i < 3000; i++) batch.push(`st-filler:${i}`, 'x');
+    await admin.sendCommand(['MSET', ...batch]);
+    const cut = await sluice([
+      'stats',
+      '--max-seconds',
+      '0.001',
+      '--count',
+      '10',
+      '--json',
+      ...url(),
+    ]);
+    assert.equal(cut.code, 0, cut.stderr);
+    const report = json(cut);
+    assert.equal(report.scan.complete, false);
+    assert.ok(report.scan.scanned < report.scan.dbsize, `${report.scan.scanned}`);
+    assert.match(report.warnings.at(-1), /^partial: the scan stopped after 0.001 s/);
+  });
+});
+
+describe('sluice check-config', () => {
+  it('a valid file: exit 0 and a summary', async () => {
+    const [text, asJson, example] = await Promise.all([
+      sluice(['check-config', file]),
+      sluice(['check-config', file, '--json']),
+      sluice(['check-config', 'examples/policies.json']),
+    ]);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /valid \(format 2\): 2 routes, 6 named policies, 1 plan, 1 tenant/);
+    assert.match(
+      text.stdout,
+      /POST\/orders {2}burst \+ hourly per route-user \+ api per tenant\n {4}plan pro: burst-pro \+ api per tenant/,
+    );
+    const report = json(asJson);
+    assert.equal(report.valid, true);
+    assert.deepEqual(
+      report.routes.map((r: { route: string; perTenant: boolean }) => [r.route, r.perTenant]),
+      [
+        ['POST/orders', true],
+        ['GET/search', false],
+      ],
+    );
+    assert.equal(example.code, 0, example.stderr);
+    assert.match(example.stdout, /valid \(format 1\)/);
+  });
+
+  it('an invalid file: exit 1 and every problem with its path; not JSON: 1; unreadable: 2', async () => {
+    const bad = join(dir, 'bad.json');
+    writeFileSync(
+      bad,
+      JSON.stringify({
+        policies: { a: { algorithm: 'fixed-window', limit: 0, windowMs: 1000 } },
+        routes: {
+          'POST/orders': { policy: ['a', { algorithm: 'gcra', limit: 1.5, periodMs: 1 }], cots: 2 },
+          '/orders?x=1': 'a',
+        },
+        plans: { pro: { 'GET/search': [{ algorithm: 'leaky' }] } },
+        tenants: { acme: { plan: 'gold' } },
+      }),
+    );
+    const notJson = join(dir, 'not.json');
+    writeFileSync(notJson, '{ "routes": ');
+    const [text, asJson, broken, missing] = await Promise.all([
+      sluice(['check-config', bad]),
+      sluice(['check-config', bad, '--json']),
+      sluice(['check-config', notJson]),
+      sluice(['check-config', join(dir, 'missing.json')]),
+    ]);
+    const fields = [
+      'policies.a.limit',
+      'routes["POST/orders"].cots',
+      'routes["POST/orders"].policy[1].limit',
+      'routes["/orders?x=1"]',
+      'plans.pro["GET/search"][0].algorithm',
+      'tenants.acme.plan',
+    ];
+    assert.equal(text.code, 1);
+    assert.match(text.stderr, new RegExp(`invalid, ${fields.length} problems:`));
+    for (const field of fields) assert.ok(text.stderr.includes(`  ${field} must be `), field);
+    assert.equal(asJson.code, 1);
+    assert.deepEqual(
+      json(asJson).errors.map((e: { field: string }) => e.field),
+      fields,
+    );
+    assert.equal(broken.code, 1);
+    assert.match(broken.stderr, /is not JSON/);
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /cannot read .*missing\.json/);
+    for (const run of [text, broken, missing]) noStack(run);
+
+    // inspect and reset refuse an invalid file the same way (exit 1), before any Redis.
+    const inspect = await sluice([
+      'inspect',
+      '--config',
+      bad,
+      '--route',
+      'POST/orders',
+      '--tenant',
+      't',
+      '--url',
+      'redis://127.0.0.1:1',
+    ]);
+    assert.equal(inspect.code, 1);
+    assert.match(inspect.stderr, /not a valid policy file \(6 problems/);
+    assert.ok(inspect.stderr.includes('tenants.acme.plan must be'));
+  });
+});
+
+describe('sluice: usage, setup, help', () => {
+  it('usage errors exit 2 with the command’s usage', async () => {
+    const runs = await Promise.all(
+      [
+        ['inspect', '--route', 'POST/orders', '--tenant', 't'],
+        ['reset', '--config', 'x.json', '--route', 'POST/orders'],
+        ['stats', '--max-seconds', '-1'],
+        ['stats', '--count', 'many'],
+        ['stats', '--namespace', 'a b'],
+        ['check-config'],
+        ['inspect', '--bogus'],
+        ['nope'],
+        ['help', 'nope'],
+        [],
+      ].map((args) => sluice(args).then((run) => ({ args, run }))),
+    );
+    for (const { args, run } of runs) {
+      assert.equal(run.code, 2, `${args.join(' ')}: ${run.stderr}`);
+      assert.match(run.stderr, /error: |--namespace must be|^Usage: sluice/, args.join(' '));
+      noStack(run);
+    }
+    assert.match(
+      runs[0]?.run.stderr ?? '',
+      /required option '--config <file>' not specified\n\nUsage: sluice inspect/,
+    );
+  });
+
+  it('an unreachable Redis or a bad URL exits 2 with a clear message, no stack trace', async () => {
+    const inspectArgs = [
+      'inspect',
+      '--config',
+      file,
+      '--route',
+      'GET/search',
+      '--tenant',
+      't',
+      '--user',
+      'u',
+    ];
+    const runs = await Promise.all([
+      sluice(['stats', '--url', 'redis://127.0.0.1:1']),
+      sluice([...inspectArgs, '--url', 'redis://:s3cret@127.0.0.1:1', '--json']),
+      sluice(['reset', ...inspectArgs.slice(1), '--yes'], { REDIS_URL: 'redis://127.0.0.1:1' }),
+      sluice(['stats', '--url', 'not a url']),
+    ]);
+    for (const run of runs) {
+      assert.equal(run.code, 2, run.stderr);
+      noStack(run);
+    }
+    assert.match(
+      runs[0]?.stderr ?? '',
+      /^sluice stats: cannot reach Redis at redis:\/\/127\.0\.0\.1:1: connect ECONNREFUSED/,
+    );
+    assert.match(runs[0]?.stderr ?? '', /--url or REDIS_URL/);
+    assert.doesNotMatch(runs[1]?.stderr ?? '', /s3cret/, 'the password is not printed');
+    assert.equal(json(runs[1] as Run).ok, false);
+    assert.match(runs[2]?.stderr ?? '', /cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
+    assert.match(runs[3]?.stderr ?? '', /is not a redis:\/\/ or rediss:\/\/ URL/);
+  });
+
+  it('--help on every command, help <command>, the exit statuses in sluice --help', async () => {
+    const commands = ['demo', 'bench', 'inspect', 'reset', 'stats', 'check-config'];
+    const runs = await Promise.all([
+      sluice(['--help']),
+      ...commands.map((c) => sluice([c, '--help'])),
+      ...commands.map((c) => sluice(['help', c])),
+    ]);
+    for (const run of runs) assert.equal(run.code, 0, run.stderr);
+    assert.match(runs[0]?.stdout ?? '', /^Usage: sluice <command>/);
+    assert.match(
+      runs[0]?.stdout ?? '',
+      /Exit status:\n {2}0 {2}ok\n {2}1 {2}a check failed.*\n.*\n {2}2 {2}a usage error/,
+    );
+    commands.forEach((command, i) => {
+      assert.match(runs[1 + i]?.stdout ?? '', new RegExp(`^Usage: sluice ${command}`));
+      assert.equal(runs[1 + commands.length + i]?.stdout, runs[1 + i]?.stdout);
+    });
+  });
+});
