@@ -14,7 +14,7 @@ import type { LuaScript } from './algorithms/script.js';
 import { callSafely } from './call-safely.js';
 import { StoreError, UnavailableError } from './errors.js';
 import { errorFromReply } from './stores/redis-errors.js';
-import type { ScriptStore } from './stores/store.js';
+import { RerouteError, type ScriptStore } from './stores/store.js';
 
 /** One request waiting to be sent: a take, a peek, a takeAll or a reset (see `batch.lua`). */
 export interface BatchRequest {
@@ -29,6 +29,8 @@ export interface BatchRequest {
   readonly script: LuaScript | undefined;
   readonly key: string;
   readonly args: readonly string[];
+  /** Its first key: where it goes in a cluster (every key of a request shares its slot). */
+  readonly firstKey: string;
   /** Appends the request's keys, and its items' ARGV (id, count, arguments), to the batch's. */
   write(keys: string[], argv: string[]): void;
   /**
@@ -59,11 +61,19 @@ function run(
   );
 }
 
+/** The requests waiting for one node (or for the one server). */
+interface Pending {
+  requests: BatchRequest[];
+  items: number;
+}
+
 export class Coalescer {
   readonly #store: ScriptStore;
   readonly #maxBatchSize: number;
-  #pending: BatchRequest[] = [];
-  #pendingItems = 0;
+  /** The node of a key, for a store of several nodes; undefined for one server. */
+  readonly #groupOf: ((key: string) => string) | undefined;
+  /** What waits, per node ('' for one server). */
+  #pending = new Map<string, Pending>();
   #scheduled = false;
   readonly #flushScheduled = () => {
     this.#scheduled = false;
@@ -80,25 +90,43 @@ export class Coalescer {
     this.#store = store;
     this.#maxBatchSize = maxBatchSize;
     this.#clock = clock;
+    this.#groupOf =
+      typeof store.groupOf === 'function' ? (key) => store.groupOf?.(key) ?? '' : undefined;
   }
 
   add(request: BatchRequest): void {
-    if (this.#pendingItems + request.size > this.#maxBatchSize) this.flush();
-    this.#pending.push(request);
-    this.#pendingItems += request.size;
-    if (this.#pendingItems >= this.#maxBatchSize) this.flush();
-    else if (!this.#scheduled) {
+    const group = this.#groupOf === undefined ? '' : this.#groupOf(request.firstKey);
+    let pending = this.#pending.get(group);
+    if (pending !== undefined && pending.items + request.size > this.#maxBatchSize) {
+      this.#pending.delete(group);
+      this.#send(pending.requests);
+      pending = undefined;
+    }
+    if (pending === undefined) {
+      pending = { requests: [], items: 0 };
+      this.#pending.set(group, pending);
+    }
+    pending.requests.push(request);
+    pending.items += request.size;
+    if (pending.items >= this.#maxBatchSize) {
+      this.#pending.delete(group);
+      this.#send(pending.requests);
+    } else if (!this.#scheduled) {
       this.#scheduled = true;
       queueMicrotask(this.#flushScheduled);
     }
   }
 
-  /** Sends what is pending now. */
+  /** Sends what is pending now: one script call per node. */
   flush(): void {
-    const requests = this.#pending;
-    if (requests.length === 0) return;
-    this.#pending = [];
-    this.#pendingItems = 0;
+    if (this.#pending.size === 0) return;
+    const groups = this.#pending;
+    this.#pending = new Map();
+    for (const pending of groups.values()) this.#send(pending.requests);
+  }
+
+  /** One script call for `requests`: a lone take as its algorithm's script, else a batch. */
+  #send(requests: BatchRequest[]): void {
     const sentAt = this.#clock();
     const lone = requests.length === 1 ? (requests[0] as BatchRequest) : undefined;
     if (lone?.script !== undefined) {
@@ -121,6 +149,12 @@ export class Coalescer {
     run(this.#store, batchScript, keys, argv).then(
       (replies) => deliver(requests, keys.length, replies, sentAt),
       (error: unknown) => {
+        if (error instanceof RerouteError) {
+          // Nothing of it ran: each request again, alone (one slot each, routed as such).
+          if (requests.length > 1) for (const request of requests) this.#send([request]);
+          else lone?.fail(error.failure);
+          return;
+        }
         for (const request of requests) request.fail(error);
       },
     );

@@ -30,7 +30,9 @@ import {
   newEpochToken,
   resetEpochScript,
 } from './reset-epoch.js';
-import { type NodeRedisClientLike, NodeRedisStore } from './stores/node-redis.js';
+import type { NodeRedisClientLike } from './stores/node-redis.js';
+import type { NodeRedisClusterLike, NodeRedisSentinelLike } from './stores/node-redis-cluster.js';
+import { storeFor } from './stores/select.js';
 import { type ServerFacts, type StartupWarning, warningsFor } from './stores/server-checks.js';
 import type { ScriptStore } from './stores/store.js';
 import type {
@@ -52,10 +54,13 @@ import {
 /** Options of {@link RateLimiter}. Give exactly one of `client` and `store`. */
 export interface RateLimiterOptions {
   /**
-   * A connected node-redis v6 client. Create it with `disableOfflineQueue: true` (or use
-   * `createRedisClient`) so that calls fail at once while Redis is unreachable.
+   * A connected Redis client: node-redis v6 `createClient()` (or use `createRedisClient`),
+   * `createCluster()` or `createSentinel()`; or an ioredis `Redis` or `Cluster`. Recognised
+   * here (see `stores/select.ts`); anything else is an `InvalidInputError`. Create it
+   * without an offline queue (`disableOfflineQueue: true`; ioredis:
+   * `enableOfflineQueue: false`) so that calls fail at once while Redis is unreachable.
    */
-  readonly client?: NodeRedisClientLike;
+  readonly client?: NodeRedisClientLike | NodeRedisClusterLike | NodeRedisSentinelLike;
   /** A store to use instead of `client`. */
   readonly store?: ScriptStore;
   /**
@@ -249,6 +254,7 @@ abstract class InFlight implements DeadlineEntry, BatchRequest {
   abstract readonly script: LuaScript | undefined;
   abstract readonly key: string;
   abstract readonly args: readonly string[];
+  abstract readonly firstKey: string;
 
   constructor(
     readonly engine: Engine,
@@ -277,6 +283,10 @@ function writeItem(argv: string[], batchId: number, args: readonly string[]): vo
 class Call extends InFlight {
   readonly size = 1;
   readonly script: LuaScript | undefined;
+
+  get firstKey(): string {
+    return this.key;
+  }
 
   constructor(
     engine: Engine,
@@ -313,6 +323,10 @@ class GroupCall extends InFlight {
   readonly args = NO_ARGS;
   readonly size: number;
 
+  get firstKey(): string {
+    return (this.targets[0] as Target).key;
+  }
+
   constructor(
     engine: Engine,
     readonly targets: readonly Target[],
@@ -341,6 +355,10 @@ class ResetCall extends InFlight {
   readonly size = 1;
   readonly script = undefined;
   readonly args = NO_ARGS;
+
+  get firstKey(): string {
+    return this.key;
+  }
 
   constructor(
     engine: Engine,
@@ -754,7 +772,7 @@ export class RateLimiter {
     ) {
       throw new InvalidInputError('options.store', 'a ScriptStore', givenStore);
     }
-    const store: ScriptStore = givenStore ?? new NodeRedisStore(client as NodeRedisClientLike);
+    const store: ScriptStore = givenStore ?? storeFor(client);
     const namespace = read('namespace') ?? 'rate';
     if (typeof namespace !== 'string' || !NAMESPACE.test(namespace)) {
       throw new InvalidInputError(

@@ -64,3 +64,15 @@ export function buildBatch(scripts: readonly LuaScript[], name = 'batch'): LuaSc
 
 /** The batch script (its key count varies per call). */
 export const batchScript: LuaScript = buildBatch(BATCH_ALGORITHMS);
+
+/**
+ * The batch script for Redis Cluster, declared with `allow-cross-slot-keys` (Redis ≥ 7.0):
+ * one call may touch keys of several slots that one node serves — the takes of one turn
+ * grouped by node. Redis still refuses, before running it, a call with a key of a slot the
+ * node does not serve (`MOVED` / `ASK`), so such a call provably did not run.
+ */
+export const crossSlotBatchScript: LuaScript = scriptFromSource(
+  'batch-cross-slot',
+  `#!lua flags=allow-cross-slot-keys\n${batchScript.source}`,
+  0,
+);

@@ -7,8 +7,6 @@
  */
 import { Socket } from 'node:net';
 import { createClient, ErrorReply, type RedisClientOptions } from 'redis';
-import type { LuaScript } from '../algorithms/script.js';
-import { callSafely } from '../call-safely.js';
 import {
   InvalidInputError,
   RedisConfigError,
@@ -17,10 +15,9 @@ import {
 } from '../errors.js';
 import type { Metrics, RedisEvent } from '../metrics/types.js';
 import { checkClientOptions } from './client-options.js';
+import { type ClientErrors, CommandStore } from './command-store.js';
 import { errorFromReply } from './redis-errors.js';
-import { factsFromInfo, type ServerFacts } from './server-checks.js';
 import { watchForStalls } from './stall-watchdog.js';
-import type { ScriptStore } from './store.js';
 
 /** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
 export interface NodeRedisClientLike {
@@ -76,52 +73,23 @@ function speaksPlainRedis(url: string): Promise<boolean> {
   });
 }
 
-function isNoScript(error: unknown): boolean {
-  return error instanceof ErrorReply && error.message.startsWith('NOSCRIPT');
-}
+/** How node-redis clients fail: `ErrorReply` for an error reply. */
+export const NODE_REDIS_ERRORS: ClientErrors = {
+  toSluiceError,
+  isNoScript: (error) => error instanceof ErrorReply && error.message.startsWith('NOSCRIPT'),
+};
 
-export class NodeRedisStore implements ScriptStore {
-  readonly #client: NodeRedisClientLike;
-
+/** The store of a node-redis v6 client (`createClient()`), or anything with `sendCommand(args)`. */
+export class NodeRedisStore extends CommandStore {
   /** @throws {InvalidInputError} when `client` has no `sendCommand` function. */
   constructor(client: NodeRedisClientLike) {
     if (typeof (client as Partial<NodeRedisClientLike> | null)?.sendCommand !== 'function') {
       throw new InvalidInputError('client', 'a node-redis v6 client (createClient())', client);
     }
-    this.#client = client;
-  }
-
-  evalScript(
-    script: LuaScript,
-    keys: readonly string[],
-    args: readonly string[],
-  ): Promise<unknown> {
-    const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
-    return this.#send(command).catch((error: unknown) => {
-      if (!isNoScript(error)) throw toSluiceError(error);
-      // The server lost its script cache (restart, failover, SCRIPT FLUSH): EVAL sends the
-      // source and caches it again. Still inside the caller's deadline.
-      command[0] = 'EVAL';
-      command[1] = script.source;
-      return this.#send(command).catch((retryError: unknown) => {
-        throw toSluiceError(retryError);
-      });
-    });
-  }
-
-  /** The server's version, role and eviction policy, from one `INFO`. */
-  serverFacts(): Promise<ServerFacts> {
-    return this.#send(['INFO']).then((reply) => factsFromInfo(String(reply)));
-  }
-
-  /** `sendCommand`, with a synchronous throw or a non-promise result turned into a rejection. */
-  #send(command: string[]): Promise<unknown> {
-    return callSafely(
-      () => this.#client.sendCommand(command),
-      () =>
-        new UnavailableError(
-          'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
-        ),
+    super(
+      (command) => client.sendCommand(command),
+      NODE_REDIS_ERRORS,
+      'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
     );
   }
 }

@@ -24,4 +24,21 @@ export interface ScriptStore {
    * (see `server-checks.ts`); stores without a server (`MemoryStore`) leave it out.
    */
   serverFacts?(): Promise<ServerFacts>;
+  /**
+   * For a store of several nodes (Redis Cluster): the node that serves `key`, so that the
+   * coalescer sends one batch per node. Absent: one batch for everything (one server).
+   */
+  groupOf?(key: string): string;
+}
+
+/**
+ * A store's answer to a batch of several requests that was refused before any of it ran
+ * (in a cluster, a slot it named is served elsewhere): the coalescer sends each request of
+ * the batch again, on its own. Never for a call that may have run.
+ */
+export class RerouteError extends Error {
+  constructor(readonly failure: Error) {
+    super(`batch refused before it ran (${failure.message}): resend each request alone`);
+    this.name = 'RerouteError';
+  }
 }

@@ -135,7 +135,7 @@ describe('invalid input is rejected before Redis (S11)', () => {
     assert.throws(() => new RateLimiter({ store, client: {} as never }), {
       field: 'options.client',
     });
-    assert.throws(() => new RateLimiter({ client: {} as never }), { field: 'client' });
+    assert.throws(() => new RateLimiter({ client: {} as never }), { field: 'options.client' });
     assert.throws(() => new RateLimiter({ store, timeoutMs: 0 }), { field: 'options.timeoutMs' });
     assert.throws(() => new RateLimiter({ store, maxInFlight: 1.5 }), {
       field: 'options.maxInFlight',

@@ -1,0 +1,70 @@
+/**
+ * What every Redis client's store shares: run a script by its SHA (`EVALSHA`), reload it
+ * with `EVAL` on `NOSCRIPT` — the server lost its script cache after a restart, a failover,
+ * a new node or `SCRIPT FLUSH` — still inside the caller's deadline, and map every failure
+ * to a sluice error. A client adapter gives only how to send one command (routed by its
+ * first key, for a cluster) and how to read its client's errors.
+ */
+import type { LuaScript } from '../algorithms/script.js';
+import { callSafely } from '../call-safely.js';
+import { UnavailableError } from '../errors.js';
+import { factsFromInfo, type ServerFacts } from './server-checks.js';
+import type { ScriptStore } from './store.js';
+
+/** How a client adapter sends one command: `firstKey` routes it in a cluster. */
+export type SendCommand = (command: string[], firstKey: string | undefined) => unknown;
+
+/** How a client adapter reads its client's failures. */
+export interface ClientErrors {
+  /** The sluice error for a failure (`errorFromReply` for an error reply). */
+  toSluiceError(error: unknown): Error;
+  /** True when the failure is a `NOSCRIPT` reply. */
+  isNoScript(error: unknown): boolean;
+}
+
+export abstract class CommandStore implements ScriptStore {
+  readonly #send: SendCommand;
+  readonly #errors: ClientErrors;
+  readonly #noPromise: string;
+
+  /**
+   * @param noPromise what to say when `send` returns no promise (a callback-style client)
+   */
+  constructor(send: SendCommand, errors: ClientErrors, noPromise: string) {
+    this.#send = send;
+    this.#errors = errors;
+    this.#noPromise = noPromise;
+  }
+
+  evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
+    const firstKey = keys[0];
+    return this.send(command, firstKey).catch((error: unknown) => {
+      if (!this.#errors.isNoScript(error)) throw this.#errors.toSluiceError(error);
+      // The server lost its script cache: EVAL sends the source and caches it again, on the
+      // same node (the same first key), still inside the caller's deadline.
+      command[0] = 'EVAL';
+      command[1] = script.source;
+      return this.send(command, firstKey).catch((retryError: unknown) => {
+        throw this.#errors.toSluiceError(retryError);
+      });
+    });
+  }
+
+  /** The server's version, role and eviction policy, from one `INFO` (a primary's). */
+  serverFacts(): Promise<ServerFacts> {
+    return this.send(['INFO'], undefined).then((reply) => factsFromInfo(String(reply)));
+  }
+
+  /** `send`, with a synchronous throw or a non-promise result turned into a rejection. */
+  protected send(command: string[], firstKey: string | undefined): Promise<unknown> {
+    return callSafely(
+      () => this.#send(command, firstKey),
+      () => new UnavailableError(this.#noPromise),
+    );
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The stores of node-redis's Redis Cluster client (`createCluster()`) and Sentinel client
+ * (`createSentinel()`).
+ *
+ * Cluster: every key of one tenant shares one hash slot (key scheme v2), so a take, a
+ * `takeAll` or a reset is one slot. The coalescer groups a turn's calls by the node that
+ * serves their slots ({@link NodeRedisClusterStore.groupOf}, from the client's slot map) and
+ * sends one batch per node, declared `allow-cross-slot-keys`; the client routes it by its
+ * first key and follows `MOVED`/`ASK`. If the slot map was stale, Redis refuses the batch
+ * before running it (a key of a slot the node does not serve): the store throws a
+ * `RerouteError` and the coalescer sends each call of the batch on its own (one slot
+ * each, which the client routes). An indeterminate call (a timeout, a lost connection) is
+ * never resent.
+ */
+import calculateSlot from 'cluster-key-slot';
+import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
+import type { LuaScript } from '../algorithms/script.js';
+import { CommandStore } from './command-store.js';
+import { NODE_REDIS_ERRORS } from './node-redis.js';
+import { isRedirection } from './redis-errors.js';
+import { RerouteError } from './store.js';
+
+/** The part of a node-redis `createCluster()` client that sluice uses. */
+export interface NodeRedisClusterLike {
+  sendCommand(
+    firstKey: string | undefined,
+    isReadonly: boolean | undefined,
+    args: string[],
+  ): Promise<unknown>;
+  /** Per slot, its shard: the primary's `address` (`host:port`). */
+  readonly slots: ArrayLike<{ readonly master?: { readonly address?: string } } | undefined>;
+}
+
+/** The part of a node-redis `createSentinel()` client that sluice uses. */
+export interface NodeRedisSentinelLike {
+  sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+}
+
+/** Whether `keys` name more than one hash slot. */
+function spansSlots(keys: readonly string[]): boolean {
+  if (keys.length < 2) return false;
+  const first = calculateSlot(keys[0] as string);
+  for (let i = 1; i < keys.length; i++) if (calculateSlot(keys[i] as string) !== first) return true;
+  return false;
+}
+
+/**
+ * Whether a failure says the batch went to a node that does not serve one of its slots: a
+ * redirection reply anywhere in its chain of causes (node-redis wraps the last one in
+ * "Too many Cluster redirections" once it gives up following them).
+ */
+function redirected(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
+    const message = current.message.replace(/^Redis is not serving: /, '');
+    if (isRedirection(message)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+export class NodeRedisClusterStore extends CommandStore {
+  readonly #cluster: NodeRedisClusterLike;
+
+  constructor(cluster: NodeRedisClusterLike) {
+    super(
+      (command, firstKey) => cluster.sendCommand(firstKey, false, command),
+      NODE_REDIS_ERRORS,
+      'sendCommand returned no promise: use a node-redis v6 cluster (createCluster())',
+    );
+    this.#cluster = cluster;
+  }
+
+  /** The node serving `key`'s slot (`host:port`), per the client's slot map. */
+  groupOf(key: string): string {
+    const slot = calculateSlot(key);
+    let address: string | undefined;
+    try {
+      address = this.#cluster.slots[slot]?.master?.address;
+    } catch {
+      address = undefined; // no slot map yet
+    }
+    return address ?? `slot ${slot}`;
+  }
+
+  override evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    if (script !== batchScript || !spansSlots(keys)) return super.evalScript(script, keys, args);
+    return super.evalScript(crossSlotBatchScript, keys, args).catch((error: unknown) => {
+      throw redirected(error) ? new RerouteError(error as Error) : error;
+    });
+  }
+}
+
+export class NodeRedisSentinelStore extends CommandStore {
+  constructor(sentinel: NodeRedisSentinelLike) {
+    super(
+      (command) => sentinel.sendCommand(false, command),
+      NODE_REDIS_ERRORS,
+      'sendCommand returned no promise: use a node-redis v6 sentinel (createSentinel())',
+    );
+  }
+}
