@@ -78,9 +78,13 @@ export interface RouteSettings {
    * overrides apply to the route — a {@link PlanLimits} function of the tenant.
    */
   readonly policy: Policy | Limit | readonly Limit[] | PlanLimits;
+  /** Units each request spends on every limit (`cost`, default 1). */
   readonly cost: number;
+  /** `fail-closed` (default: `503` when the limiter fails) or `fail-open`. */
   readonly failureMode: FailureMode;
+  /** The per-replica local limit of a `fail-open` route. */
   readonly failOpenLimit?: number;
+  /** Record-only: decide and count, never block (`shadow`, default false). */
   readonly shadow: boolean;
 }
 
