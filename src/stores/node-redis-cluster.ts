@@ -15,9 +15,9 @@
 import calculateSlot from 'cluster-key-slot';
 import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
 import type { LuaScript } from '../algorithms/script.js';
+import { redirected, spansSlots } from './cluster-slots.js';
 import { CommandStore } from './command-store.js';
 import { NODE_REDIS_ERRORS } from './node-redis.js';
-import { isRedirection } from './redis-errors.js';
 import { RerouteError } from './store.js';
 
 /** The part of a node-redis `createCluster()` client that sluice uses. */
@@ -34,29 +34,6 @@ export interface NodeRedisClusterLike {
 /** The part of a node-redis `createSentinel()` client that sluice uses. */
 export interface NodeRedisSentinelLike {
   sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
-}
-
-/** Whether `keys` name more than one hash slot. */
-function spansSlots(keys: readonly string[]): boolean {
-  if (keys.length < 2) return false;
-  const first = calculateSlot(keys[0] as string);
-  for (let i = 1; i < keys.length; i++) if (calculateSlot(keys[i] as string) !== first) return true;
-  return false;
-}
-
-/**
- * Whether a failure says the batch went to a node that does not serve one of its slots: a
- * redirection reply anywhere in its chain of causes (node-redis wraps the last one in
- * "Too many Cluster redirections" once it gives up following them).
- */
-function redirected(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    const message = current.message.replace(/^Redis is not serving: /, '');
-    if (isRedirection(message)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
 }
 
 export class NodeRedisClusterStore extends CommandStore {

@@ -8,8 +8,21 @@
  * | node-redis `createClient()` (or anything with `sendCommand(args)`) | `sendCommand` | `NodeRedisStore` |
  * | node-redis `createCluster()` | `sendCommand` + `getSlotMaster` | `NodeRedisClusterStore` |
  * | node-redis `createSentinel()` | `sendCommand` + `acquire` + `use` | `NodeRedisSentinelStore` |
+ * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore` |
+ * | ioredis `new Redis.Cluster()` | `call` + `evalsha` + `isCluster: true` | `IoRedisClusterStore` |
+ *
+ * An ioredis client must be created with `enableOfflineQueue: false` (for a Cluster, at the
+ * top level of its options), else it is an `InvalidInputError` too: while Redis is
+ * unreachable its commands would queue instead of failing at once (S12).
  */
 import { InvalidInputError } from '../errors.js';
+import {
+  checkIoRedisClient,
+  type IoRedisClusterLike,
+  IoRedisClusterStore,
+  type IoRedisLike,
+  IoRedisStore,
+} from './ioredis.js';
 import { type NodeRedisClientLike, NodeRedisStore } from './node-redis.js';
 import {
   type NodeRedisClusterLike,
@@ -24,11 +37,24 @@ export const ACCEPTED_CLIENTS =
   'a node-redis v6 client (createClient), cluster (createCluster) or sentinel (createSentinel), or an ioredis Redis or Cluster';
 
 /** The kinds of client sluice drives. */
-export type ClientKind = 'node-redis' | 'node-redis-cluster' | 'node-redis-sentinel';
+export type ClientKind =
+  | 'node-redis'
+  | 'node-redis-cluster'
+  | 'node-redis-sentinel'
+  | 'ioredis'
+  | 'ioredis-cluster';
 
 const isFunction = (client: Record<string, unknown>, name: string): boolean => {
   try {
     return typeof client[name] === 'function';
+  } catch {
+    return false;
+  }
+};
+
+const isBoolean = (client: Record<string, unknown>, name: string): boolean => {
+  try {
+    return typeof client[name] === 'boolean';
   } catch {
     return false;
   }
@@ -40,6 +66,10 @@ export function clientKind(client: unknown): ClientKind | undefined {
     return undefined;
   }
   const c = client as Record<string, unknown>;
+  // Before `sendCommand`: an ioredis client has one too (of another shape).
+  if (isFunction(c, 'call') && isFunction(c, 'evalsha') && isBoolean(c, 'isCluster')) {
+    return c.isCluster === true ? 'ioredis-cluster' : 'ioredis';
+  }
   if (!isFunction(c, 'sendCommand')) return undefined;
   if (isFunction(c, 'acquire') && isFunction(c, 'use')) return 'node-redis-sentinel';
   if (isFunction(c, 'getSlotMaster')) return 'node-redis-cluster';
@@ -49,10 +79,17 @@ export function clientKind(client: unknown): ClientKind | undefined {
 /**
  * The store for `client`.
  *
- * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted.
+ * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted,
+ *   and for an ioredis client whose offline queue is on, saying what to set.
  */
 export function storeFor(client: unknown): ScriptStore {
   switch (clientKind(client)) {
+    case 'ioredis-cluster':
+      checkIoRedisClient(client, 'options.client');
+      return new IoRedisClusterStore(client as IoRedisClusterLike);
+    case 'ioredis':
+      checkIoRedisClient(client, 'options.client');
+      return new IoRedisStore(client as IoRedisLike);
     case 'node-redis-cluster':
       return new NodeRedisClusterStore(client as NodeRedisClusterLike);
     case 'node-redis-sentinel':

@@ -1,0 +1,183 @@
+/**
+ * The stores of an ioredis `Redis` (`new Redis()`) and an ioredis `Cluster`
+ * (`new Redis.Cluster()`), typed structurally: ioredis is an optional peer dependency, and
+ * nothing here loads it or needs its types.
+ *
+ * A command goes out as `client.call(name, args)`; a Cluster routes `EVALSHA` by its first
+ * key. Create the client with `enableOfflineQueue: false` (for a Cluster, at the top level of
+ * its options) so that commands fail at once while Redis is unreachable (S12): a client
+ * with its offline queue on is refused when the store is made. `maxRetriesPerRequest: 0`
+ * is advised too: otherwise a command already sent when the connection drops waits for up
+ * to 20 reconnections (ioredis's default) and is sent again after one, instead of failing
+ * at once.
+ *
+ * Cluster: as `NodeRedisClusterStore` — the coalescer sends one batch per node
+ * ({@link IoRedisClusterStore.groupOf}, from the client's slot map), a batch whose keys span
+ * slots goes as the `allow-cross-slot-keys` batch script, and a batch refused before it ran
+ * (a redirection, or ioredis giving up following them) is a `RerouteError`: the coalescer
+ * sends each of its calls again, alone.
+ */
+import calculateSlot from 'cluster-key-slot';
+import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
+import type { LuaScript } from '../algorithms/script.js';
+import { InvalidInputError, UnavailableError } from '../errors.js';
+import { redirected, spansSlots } from './cluster-slots.js';
+import { type ClientErrors, CommandStore } from './command-store.js';
+import { errorFromReply } from './redis-errors.js';
+import { RerouteError } from './store.js';
+
+/** The options of an ioredis client that sluice reads. */
+export interface IoRedisOptionsLike {
+  /** Must be `false`: commands fail at once while Redis is unreachable (S12). */
+  readonly enableOfflineQueue?: boolean | undefined;
+  /** Put before every key by the client (so sluice's keys carry it too). */
+  readonly keyPrefix?: string | undefined;
+}
+
+/** The part of an ioredis `Redis` (`new Redis({ enableOfflineQueue: false })`) that sluice uses. */
+export interface IoRedisLike {
+  call(command: string, args: string[]): Promise<unknown>;
+  /** `false` for a `Redis`, `true` for a `Cluster`. */
+  readonly isCluster: boolean;
+  readonly options: IoRedisOptionsLike;
+}
+
+/** The part of an ioredis `Cluster` (`new Redis.Cluster(nodes, { enableOfflineQueue: false })`). */
+export interface IoRedisClusterLike extends IoRedisLike {
+  readonly options: IoRedisOptionsLike & {
+    readonly redisOptions?: { readonly enableOfflineQueue?: boolean | undefined } | undefined;
+  };
+  /** Per slot, the keys (`host:port`) of the nodes serving it, the primary first. */
+  readonly slots: ArrayLike<readonly string[] | undefined>;
+}
+
+/** The last error reply ioredis gave up on after following redirections. */
+const GAVE_UP = /^Too many Cluster redirections\. Last error: ReplyError: ([\s\S]*)$/;
+
+/**
+ * The text of a Redis error reply inside an ioredis failure: a `ReplyError` (from the
+ * `redis-errors` package; told by its name, so ioredis is never loaded), or the last reply
+ * of a Cluster that gave up following redirections. Undefined for anything else (a closed
+ * connection, `MaxRetriesPerRequestError`, a command timeout, a Cluster not ready).
+ */
+function replyText(error: unknown): string | undefined {
+  if (!(error instanceof Error)) return undefined;
+  if (error.name === 'ReplyError') return error.message;
+  return GAVE_UP.exec(error.message)?.[1];
+}
+
+/** Maps an ioredis failure to a sluice error (see `redis-errors.ts`). */
+export function toSluiceError(error: unknown): Error {
+  const reply = replyText(error);
+  if (reply !== undefined) return errorFromReply(reply, error);
+  const message = error instanceof Error ? error.message : String(error);
+  return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
+}
+
+/** How ioredis clients fail: `ReplyError` for an error reply. */
+export const IOREDIS_ERRORS: ClientErrors = {
+  toSluiceError,
+  isNoScript: (error) => replyText(error)?.startsWith('NOSCRIPT') === true,
+};
+
+const read = (object: unknown, name: string): unknown => {
+  try {
+    return (object as Record<string, unknown> | null | undefined)?.[name];
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Refuses an ioredis client whose offline queue is on: while Redis is unreachable its
+ * commands would pile up in process instead of failing at once (S12).
+ *
+ * @param field the name of the client in the error (`client`, `options.client`)
+ * @throws {InvalidInputError} naming what to set
+ */
+export function checkIoRedisClient(client: unknown, field: string): void {
+  const isCluster = read(client, 'isCluster') === true;
+  const options = read(client, 'options');
+  if (read(options, 'enableOfflineQueue') !== false) {
+    throw new InvalidInputError(
+      field,
+      isCluster
+        ? 'an ioredis Cluster created with enableOfflineQueue: false at the top level of its options (new Redis.Cluster(nodes, { enableOfflineQueue: false })), so that commands fail at once while Redis is unreachable instead of queueing'
+        : 'an ioredis Redis created with enableOfflineQueue: false (new Redis({ enableOfflineQueue: false })), so that commands fail at once while Redis is unreachable instead of queueing',
+      client,
+    );
+  }
+  if (isCluster && read(read(options, 'redisOptions'), 'enableOfflineQueue') === true) {
+    throw new InvalidInputError(
+      field,
+      'an ioredis Cluster without redisOptions.enableOfflineQueue: true (leave it out; enableOfflineQueue: false belongs at the top level of its options)',
+      client,
+    );
+  }
+}
+
+/** The key prefix an ioredis client puts before every key ('' for none). */
+function keyPrefixOf(client: IoRedisLike): string {
+  const prefix = read(client.options, 'keyPrefix');
+  return typeof prefix === 'string' ? prefix : '';
+}
+
+/** The store of an ioredis `Redis` created with `enableOfflineQueue: false`. */
+export class IoRedisStore extends CommandStore {
+  /**
+   * @throws {InvalidInputError} when `client` has no `call` function, or its offline queue
+   *   is on.
+   */
+  constructor(client: IoRedisLike) {
+    if (typeof read(client, 'call') !== 'function') {
+      throw new InvalidInputError('client', 'an ioredis Redis or Cluster', client);
+    }
+    checkIoRedisClient(client, 'client');
+    super(
+      (command) => client.call(command[0] as string, command.slice(1)),
+      IOREDIS_ERRORS,
+      'call returned no promise: use an ioredis Redis or Cluster',
+    );
+  }
+}
+
+/** The store of an ioredis `Cluster` created with `enableOfflineQueue: false`. */
+export class IoRedisClusterStore extends IoRedisStore {
+  readonly #cluster: IoRedisClusterLike;
+  readonly #prefix: string;
+
+  /**
+   * @throws {InvalidInputError} when `cluster` has no `call` function, or its offline queue
+   *   is on.
+   */
+  constructor(cluster: IoRedisClusterLike) {
+    super(cluster);
+    this.#cluster = cluster;
+    this.#prefix = keyPrefixOf(cluster);
+  }
+
+  /** The node serving `key`'s slot (`host:port`, its primary), per the client's slot map. */
+  groupOf(key: string): string {
+    const slot = calculateSlot(this.#prefix + key);
+    let node: string | undefined;
+    try {
+      node = this.#cluster.slots[slot]?.[0];
+    } catch {
+      node = undefined; // no slot map yet
+    }
+    return node ?? `slot ${slot}`;
+  }
+
+  override evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
+    if (script !== batchScript || !spansSlots(keys, this.#prefix)) {
+      return super.evalScript(script, keys, args);
+    }
+    return super.evalScript(crossSlotBatchScript, keys, args).catch((error: unknown) => {
+      throw redirected(error) ? new RerouteError(error as Error) : error;
+    });
+  }
+}
