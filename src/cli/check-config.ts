@@ -10,12 +10,10 @@ import {
   type PolicyConfig,
   policyConfigFrom,
   type RouteLimits,
-  readPolicyFile,
   routeLimits,
 } from '../config/policies.js';
-import { InvalidInputError } from '../errors.js';
 import { limitNames, type ResolvedLimit } from '../http/limits.js';
-import { CliError, EXIT, issueJson, table, usage } from './common.js';
+import { EXIT, issueJson, table } from './common.js';
 
 /** Options of `sluice check-config`. */
 export interface CheckConfigOptions {
@@ -75,24 +73,11 @@ function routeSummary(config: PolicyConfig, route: string) {
 }
 
 /** `sluice check-config FILE`. */
-export async function checkConfig(file: string, options: CheckConfigOptions): Promise<number> {
-  let parsed: unknown;
-  try {
-    parsed = readPolicyFile(file);
-  } catch (error) {
-    if (!(error instanceof InvalidInputError)) throw error;
-    const cause = (error as { cause?: { code?: string } }).cause;
-    if (cause?.code !== undefined) throw usage(`cannot read ${file}: ${(cause as Error).message}`);
-    throw new CliError(
-      `${file} is not JSON: ${(cause as Error | undefined)?.message}`,
-      EXIT.failed,
-      [],
-      {
-        file,
-        valid: false,
-      },
-    );
-  }
+export async function checkConfig(
+  file: string,
+  parsed: unknown,
+  options: CheckConfigOptions,
+): Promise<number> {
   const issues = checkPolicies(parsed);
   if (issues.length > 0) {
     if (options.json) {

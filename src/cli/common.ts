@@ -5,9 +5,9 @@
 import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/policies.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import { createRedisClient } from '../stores/node-redis.js';
-import { CliError, DEFAULT_URL, EXIT } from './exit.js';
+import { CliError, DEFAULT_URL, EXIT, readJsonFile } from './exit.js';
 
-export { CliError, DEFAULT_URL, EXIT, NAMESPACE, usage } from './exit.js';
+export { CliError, DEFAULT_URL, EXIT, NAMESPACE, readJsonFile, usage } from './exit.js';
 
 /** The options every Redis command takes. */
 export interface RedisOptions {
@@ -92,19 +92,7 @@ export function redisFailure(error: unknown, url: string): never {
 
 /** Reads the policy file: unreadable → exit 2; not JSON or invalid → exit 1 with every problem. */
 export async function readConfig(file: string): Promise<PolicyConfig> {
-  const { readFile } = await import('node:fs/promises');
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (error) {
-    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
-  }
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch (error) {
-    throw new CliError(`${file} is not JSON: ${(error as Error).message}`, EXIT.failed);
-  }
+  const parsed = await readJsonFile(file);
   try {
     return policyConfigFrom(parsed);
   } catch (error) {

@@ -1,7 +1,9 @@
 /**
- * Exit statuses and the error a command ends with: kept free of heavy imports, so that
- * `sluice --help`, `--version` and usage errors answer without loading the Redis client.
+ * Exit statuses, the error a command ends with, and reading a JSON file: kept free of heavy
+ * imports, so that `sluice --help`, `--version`, usage errors and unreadable files answer
+ * without loading the Redis client.
  */
+import { readFile } from 'node:fs/promises';
 
 /** Exit statuses: 0 ok, 1 a check failed or the input is invalid, 2 usage or setup. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
@@ -30,3 +32,21 @@ export class CliError extends Error {
 
 /** A usage error (exit 2). */
 export const usage = (message: string) => new CliError(message, EXIT.usage);
+
+/** A JSON file's content: unreadable → exit 2; not JSON → exit 1. */
+export async function readJsonFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`${file} is not JSON: ${(error as Error).message}`, EXIT.failed, [], {
+      file,
+      valid: false,
+    });
+  }
+}

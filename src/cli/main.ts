@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { CliError, DEFAULT_URL, EXIT } from './exit.js';
+import { CliError, DEFAULT_URL, EXIT, readJsonFile } from './exit.js';
 import type { InspectOptions, ResetOptions } from './scopes.js';
 import type { StatsOptions } from './stats.js';
 
@@ -242,7 +242,8 @@ ${EXIT_STATUS}`,
     .addHelpText('after', CHECK_HELP)
     .action(
       run(async (file: string, options: { json?: boolean }) =>
-        (await import('./check-config.js')).checkConfig(file, options),
+        // A file that cannot be read or parsed is answered before the library loads.
+        (await import('./check-config.js')).checkConfig(file, await readJsonFile(file), options),
       ),
     );
 
@@ -266,7 +267,11 @@ async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof CommanderError) {
       // Help and version exit 0; every parsing error is a usage error.
-      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+      if (error.exitCode === 0) return EXIT.ok;
+      if (argv.includes('--json')) {
+        console.log(JSON.stringify({ ok: false, error: error.message.replace(/^error: /, '') }));
+      }
+      return EXIT.usage;
     }
     if (error instanceof CliError) {
       const name = argv.find((a) => !a.startsWith('-')) ?? '';

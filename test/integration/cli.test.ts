@@ -424,10 +424,7 @@ describe('sluice stats', () => {
 
     await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru']);
     try {
-      const [text, warned] = await Promise.all([
-        sluice(['stats', '--namespace', 'st-rate', ...url()]),
-        sluice(['stats', '--json', ...url()]),
-      ]);
+      const text = await sluice(['stats', '--namespace', 'st-rate', ...url()]);
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /maxmemory-policy allkeys-lru/);
       assert.match(text.stdout, /^namespace +keys +tenants +fixed-window .*\nst-rate +3 +2 +2 /m);
@@ -435,7 +432,6 @@ describe('sluice stats', () => {
         text.stderr,
         /^warning: maxmemory-policy is allkeys-lru: under memory pressure Redis evicts keys, quota keys included/m,
       );
-      assert.match(json(warned).warnings[0], /allkeys-lru.*noeviction/);
       await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'volatile-ttl']);
       const volatile = json(await sluice(['stats', '--json', ...url()]));
       assert.match(volatile.warnings[0], /volatile-ttl.*every sluice key has a TTL/);
@@ -468,10 +464,9 @@ describe('sluice stats', () => {
 
 describe('sluice check-config', () => {
   it('a valid file: exit 0 and a summary', async () => {
-    const [text, asJson, example] = await Promise.all([
+    const [text, asJson] = await Promise.all([
       sluice(['check-config', file]),
       sluice(['check-config', file, '--json']),
-      sluice(['check-config', 'examples/policies.json']),
     ]);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /valid \(format 2\): 2 routes, 6 named policies, 1 plan, 1 tenant/);
@@ -488,8 +483,6 @@ describe('sluice check-config', () => {
         ['GET/search', false],
       ],
     );
-    assert.equal(example.code, 0, example.stderr);
-    assert.match(example.stdout, /valid \(format 1\)/);
   });
 
   it('an invalid file: exit 1 and every problem with its path; not JSON: 1; unreadable: 2', async () => {
@@ -564,7 +557,7 @@ describe('sluice: usage, setup, help', () => {
         ['stats', '--count', 'many'],
         ['stats', '--namespace', 'a b'],
         ['check-config'],
-        ['inspect', '--bogus'],
+        ['stats', '--bogus', '--json'],
         ['nope'],
         ['help', 'nope'],
         [],
@@ -579,6 +572,11 @@ describe('sluice: usage, setup, help', () => {
       runs[0]?.run.stderr ?? '',
       /required option '--config <file>' not specified\n\nUsage: sluice inspect/,
     );
+    // --json answers in JSON even for a usage error.
+    assert.deepEqual(JSON.parse(runs[6]?.run.stdout ?? ''), {
+      ok: false,
+      error: "unknown option '--bogus'",
+    });
   });
 
   it('an unreachable Redis or a bad URL exits 2 with a clear message, no stack trace', async () => {
