@@ -153,8 +153,9 @@ function program(argv: readonly string[], result: { code: number; json: boolean 
     .addHelpText(
       'after',
       `
-Every command takes --help; inspect, reset and stats take --url (else REDIS_URL, else
-${DEFAULT_URL}) and --json.
+Every command takes --help; all but bench take --json (one JSON object on stdout, also
+on failure); inspect, reset and stats take --url (else REDIS_URL, else
+${DEFAULT_URL}).
 ${EXIT_STATUS}`,
     );
 
