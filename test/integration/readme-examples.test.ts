@@ -232,6 +232,51 @@ describe('README examples', () => {
     assert.equal((await post(`${base}/orders`, bearer('token-of-acme'))).status, 429);
   });
 
+  it('examples/plans-file.ts with examples/plans-file.json: the default plan, a plan, a tenant’s own limits, a tenant-wide limit', async () => {
+    const { base } = await start('plans-file.ts');
+    const order = async (token: string) => {
+      const res = await fetch(`${base}/orders`, { method: 'POST', headers: bearer(token) });
+      const body = await res.text();
+      return {
+        status: res.status,
+        violated: res.status === 429 ? JSON.parse(body)['violated-policies'] : [],
+      };
+    };
+    const orders = async (token: string, n: number) => {
+      const out: Awaited<ReturnType<typeof order>>[] = [];
+      for (let i = 0; i < n; i++) out.push(await order(token));
+      return out;
+    };
+    // initech has no plan of its own: the default plan "free" lists no POST/orders, so the
+    // route's own limits apply (2 per minute).
+    const eve = await orders('token-of-eve', 3);
+    assert.deepEqual(
+      eve.map((r) => r.status),
+      [201, 201, 429],
+    );
+    assert.deepEqual(eve[2]?.violated, ['orders-free']);
+    // acme is on "pro" (100 per minute): its user's limit of 5 on the route binds first.
+    const ann = await orders('token-of-ann', 6);
+    assert.deepEqual(
+      ann.map((r) => r.status),
+      [201, 201, 201, 201, 201, 429],
+    );
+    assert.ok(ann[5]?.violated.includes('per-user'), String(ann[5]?.violated));
+    // globex has limits of its own on POST/orders.
+    const bob = await orders('token-of-bob', 4);
+    assert.deepEqual(
+      bob.map((r) => r.status),
+      [201, 201, 201, 429],
+    );
+    assert.deepEqual(bob[3]?.violated, ['globex-orders']);
+    // GET /search spends the tenant-wide "api-calls", shared with POST /orders.
+    const search = await fetch(`${base}/search`, { headers: bearer('token-of-bob') });
+    assert.equal(search.status, 200);
+    assert.equal(search.headers.get('ratelimit-policy'), '"api-calls";q=100;w=10');
+    assert.match(search.headers.get('ratelimit') ?? '', /^"api-calls";r=(9[6-9]|100);t=\d+$/);
+    assert.equal((await order('token-of-nobody')).status, 401);
+  });
+
   it('examples/ip-limit.ts: X-Forwarded-For counts only through trusted proxies', async () => {
     const { base } = await start('ip-limit.ts');
     const from = (address: string) => ({ 'x-forwarded-for': address });
