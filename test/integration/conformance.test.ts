@@ -20,6 +20,15 @@ import { MemoryStore } from '../../src/stores/memory.js';
 import type { Decision } from '../../src/types.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
+/**
+ * The ioredis clients of the `ioredis` row, disconnected after the file — before the server
+ * stops (this hook is registered first): ioredis waits 2 s for a socket already closed.
+ */
+const ioredisClients: Redis[] = [];
+after(() => {
+  for (const client of ioredisClients) client.disconnect();
+});
+
 const redis = useRedis();
 const route = 'POST/orders';
 
@@ -41,12 +50,6 @@ const POLICIES: Record<string, (limit: number, windowMs: number) => Policy> = {
 
 /** Units left now, from a peek of cost 1 (which tells what that take would leave). */
 const unitsLeft = (peeked: Decision) => peeked.remaining + (peeked.allowed ? 1 : 0);
-
-/** The ioredis clients of the `ioredis` row, disconnected after the file. */
-const ioredisClients: Redis[] = [];
-after(() => {
-  for (const client of ioredisClients) client.disconnect();
-});
 
 /** A connected ioredis client as sluice requires it (no offline queue), as `options.client`. */
 async function ioredisClient(): Promise<RateLimiterOptions['client']> {
