@@ -44,9 +44,8 @@ export interface IoRedisLike {
 
 /** The part of an ioredis `Cluster` (`new Redis.Cluster(nodes, { enableOfflineQueue: false })`). */
 export interface IoRedisClusterLike extends IoRedisLike {
-  readonly options: IoRedisOptionsLike & {
-    readonly redisOptions?: { readonly enableOfflineQueue?: boolean | undefined } | undefined;
-  };
+  /** `redisOptions.enableOfflineQueue` must not be `true` either. */
+  readonly options: IoRedisOptionsLike & { readonly redisOptions?: object | undefined };
   /** Per slot, the keys (`host:port`) of the nodes serving it, the primary first. */
   readonly slots: ArrayLike<readonly string[] | undefined>;
 }
