@@ -33,7 +33,23 @@ export {
   type TokenBucketPolicy,
   tokenBucket,
 } from './algorithms/token-bucket.js';
-export { loadPolicies, policiesFrom, type RouteSettings } from './config/policies.js';
+export {
+  checkPolicies,
+  describePolicy,
+  fieldPath,
+  loadPolicies,
+  loadPolicyConfig,
+  type PlanLimits,
+  type PolicyConfig,
+  PolicyFileError,
+  planOf,
+  policiesFrom,
+  policyConfigFrom,
+  type RouteLimits,
+  type RouteSettings,
+  routeLimits,
+  type TenantSettings,
+} from './config/policies.js';
 export {
   InvalidInputError,
   isSluiceError,

@@ -33,7 +33,17 @@ const fixtures = fileURLToPath(new URL('../fixtures/package/', import.meta.url))
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
 const SUBPATHS = ['.', './http', './express', './fastify', './fetch', './node'];
-const FRAMEWORKS = ['express', 'fastify', 'hono', 'fastify-plugin', '@hono/node-server'];
+/** Entry points that need an optional peer (prom-client, @opentelemetry/api) to load. */
+const METRICS_SUBPATHS = ['./prometheus', './opentelemetry'];
+const FRAMEWORKS = [
+  'express',
+  'fastify',
+  'hono',
+  'fastify-plugin',
+  '@hono/node-server',
+  'prom-client',
+  '@opentelemetry/api',
+];
 
 const exec = promisify(execFile);
 
@@ -176,8 +186,11 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       readFileSync(join(app, 'node_modules/sluice/package.json'), 'utf8'),
     );
     assert.equal(installed.version, manifest.version);
-    assert.deepEqual(Object.keys(installed.exports).sort(), [...SUBPATHS, './package.json'].sort());
-    for (const subpath of SUBPATHS) {
+    assert.deepEqual(
+      Object.keys(installed.exports).sort(),
+      [...SUBPATHS, ...METRICS_SUBPATHS, './package.json'].sort(),
+    );
+    for (const subpath of [...SUBPATHS, ...METRICS_SUBPATHS]) {
       const conditions = installed.exports[subpath];
       assert.deepEqual(Object.keys(conditions), ['types', 'import', 'require', 'default']);
       for (const target of Object.values<string>(conditions)) {
@@ -185,7 +198,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       }
     }
     assert.equal(installed.engines.node, '^20.19.0 || >=22.12.0');
-    for (const name of ['express', 'fastify']) {
+    for (const name of ['express', 'fastify', 'prom-client', '@opentelemetry/api']) {
       assert.ok(installed.peerDependencies[name], name);
       assert.equal(installed.peerDependenciesMeta[name]?.optional, true, name);
     }
