@@ -78,6 +78,12 @@ export type {
   RedisEvent,
   RequestEvent,
 } from './metrics/types.js';
+export {
+  type IoRedisClusterLike,
+  IoRedisClusterStore,
+  type IoRedisLike,
+  IoRedisStore,
+} from './stores/ioredis.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export {
   type CreateRedisClientOptions,
@@ -86,6 +92,13 @@ export {
   NodeRedisStore,
   type RedisTlsOptions,
 } from './stores/node-redis.js';
+export {
+  type NodeRedisClusterLike,
+  NodeRedisClusterStore,
+  type NodeRedisSentinelLike,
+  NodeRedisSentinelStore,
+} from './stores/node-redis-cluster.js';
+export { ACCEPTED_CLIENTS, type ClientKind, clientKind } from './stores/select.js';
 export {
   MIN_REDIS_VERSION,
   type ServerFacts,

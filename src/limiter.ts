@@ -30,6 +30,7 @@ import {
   newEpochToken,
   resetEpochScript,
 } from './reset-epoch.js';
+import type { IoRedisClusterLike, IoRedisLike } from './stores/ioredis.js';
 import type { NodeRedisClientLike } from './stores/node-redis.js';
 import type { NodeRedisClusterLike, NodeRedisSentinelLike } from './stores/node-redis-cluster.js';
 import { storeFor } from './stores/select.js';
@@ -58,9 +59,15 @@ export interface RateLimiterOptions {
    * `createCluster()` or `createSentinel()`; or an ioredis `Redis` or `Cluster`. Recognised
    * here (see `stores/select.ts`); anything else is an `InvalidInputError`. Create it
    * without an offline queue (`disableOfflineQueue: true`; ioredis:
-   * `enableOfflineQueue: false`) so that calls fail at once while Redis is unreachable.
+   * `enableOfflineQueue: false` and `autoResendUnfulfilledCommands: false`) so that calls fail
+   * at once while Redis is unreachable and a call that may have run is never sent again.
    */
-  readonly client?: NodeRedisClientLike | NodeRedisClusterLike | NodeRedisSentinelLike;
+  readonly client?:
+    | NodeRedisClientLike
+    | NodeRedisClusterLike
+    | NodeRedisSentinelLike
+    | IoRedisLike
+    | IoRedisClusterLike;
   /** A store to use instead of `client`. */
   readonly store?: ScriptStore;
   /**

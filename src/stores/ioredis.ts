@@ -113,6 +113,18 @@ export function checkIoRedisClient(client: unknown, field: string): void {
       client,
     );
   }
+  // ioredis resends, after a reconnect, the commands whose answer the lost connection
+  // never brought: a script that may have run would run twice. Never replay such a call.
+  const nodeOptions = isCluster ? read(options, 'redisOptions') : options;
+  if (read(nodeOptions, 'autoResendUnfulfilledCommands') !== false) {
+    throw new InvalidInputError(
+      field,
+      isCluster
+        ? 'an ioredis Cluster created with redisOptions: { autoResendUnfulfilledCommands: false }, so that a call whose connection dropped (it may have run) is never sent again'
+        : 'an ioredis Redis created with autoResendUnfulfilledCommands: false, so that a call whose connection dropped (it may have run) is never sent again',
+      client,
+    );
+  }
 }
 
 /** The key prefix an ioredis client puts before every key ('' for none). */

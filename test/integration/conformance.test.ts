@@ -57,6 +57,7 @@ async function ioredisClient(): Promise<RateLimiterOptions['client']> {
     host: '127.0.0.1',
     port: redis.server.port,
     enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 0,
     lazyConnect: true,
   });

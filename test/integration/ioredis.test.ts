@@ -43,6 +43,7 @@ async function ioredis(options: RedisOptions = {}): Promise<Redis> {
     host: '127.0.0.1',
     port: redis.server.port,
     enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
     maxRetriesPerRequest: 0,
     lazyConnect: true,
     ...options,
@@ -65,10 +66,15 @@ const reason = (promise: Promise<unknown>) =>
 
 describe('ioredis: recognised at construction', () => {
   it('a Redis is kind ioredis, a Cluster ioredis-cluster; each gets its store', () => {
-    const plain = new Redis({ lazyConnect: true, enableOfflineQueue: false });
+    const plain = new Redis({
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      autoResendUnfulfilledCommands: false,
+    });
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
       lazyConnect: true,
       enableOfflineQueue: false,
+      redisOptions: { autoResendUnfulfilledCommands: false },
     });
     clients.push(plain, cluster);
     assert.equal(clientKind(plain), 'ioredis');
@@ -105,6 +111,18 @@ describe('ioredis: recognised at construction', () => {
           redisOptions: { enableOfflineQueue: true } as RedisOptions,
         }),
         /without redisOptions\.enableOfflineQueue: true/,
+      ],
+      [
+        // ioredis resends unanswered commands after a reconnect: a script could run twice.
+        new Redis({ lazyConnect: true, enableOfflineQueue: false }),
+        /autoResendUnfulfilledCommands: false/,
+      ],
+      [
+        new Cluster([{ host: '127.0.0.1', port: 1 }], {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+        }),
+        /redisOptions: \{ autoResendUnfulfilledCommands: false \}/,
       ],
     ];
     for (const [client, expected] of cases) {
@@ -355,7 +373,10 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
     const sent: string[][] = [];
     const cluster: IoRedisClusterLike & { evalsha(): void } = {
       isCluster: true,
-      options: { enableOfflineQueue: false },
+      options: {
+        enableOfflineQueue: false,
+        redisOptions: { autoResendUnfulfilledCommands: false },
+      },
       slots: [],
       evalsha() {},
       call: (command, args) => {
@@ -377,7 +398,11 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
     const prefixed = new IoRedisClusterStore({
       ...cluster,
       slots,
-      options: { enableOfflineQueue: false, keyPrefix: 'p:' },
+      options: {
+        enableOfflineQueue: false,
+        keyPrefix: 'p:',
+        redisOptions: { autoResendUnfulfilledCommands: false },
+      },
     });
     assert.equal(prefixed.groupOf('a'), '127.0.0.1:7002');
   });
