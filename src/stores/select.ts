@@ -12,8 +12,10 @@
  * | ioredis `new Redis.Cluster()` | `call` + `evalsha` + `isCluster: true` | `IoRedisClusterStore` |
  *
  * An ioredis client must be created with `enableOfflineQueue: false` (for a Cluster, at the
- * top level of its options), else it is an `InvalidInputError` too: while Redis is
- * unreachable its commands would queue instead of failing at once (S12).
+ * top level of its options) and `autoResendUnfulfilledCommands: false` (for a Cluster, in
+ * `redisOptions`), else it is an `InvalidInputError` too: while Redis is unreachable its
+ * commands would queue instead of failing at once (S12), and after a reconnect it would send
+ * again a script that may have run.
  */
 import { InvalidInputError } from '../errors.js';
 import {
