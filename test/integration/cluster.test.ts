@@ -1,0 +1,408 @@
+/**
+ * sluice on a real Redis Cluster (3 primaries + 3 replicas on loopback, started once for the
+ * file), through each cluster client it recognises — node-redis `createCluster()` and the
+ * ioredis `Cluster`: exact counts from several clients over hundreds of tenants spread over
+ * every primary, `takeAll` all or nothing, a flushed script cache, a manual failover and a
+ * live slot migration under load — never a scope over its limit, only decisions or typed
+ * errors (`UnavailableError`, `TimeoutError`).
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster } from 'ioredis';
+import { createClient, createCluster } from 'redis';
+import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import type { Policy } from '../../src/algorithms/policy.js';
+import { RateLimiter, type RateLimiterOptions } from '../../src/limiter.js';
+import type { Decision } from '../../src/types.js';
+import { keyFor, randomTenant } from '../helpers/redis.js';
+import { type Load, type RedisCluster, startLoad, useRedisCluster } from '../helpers/topology.js';
+
+// Registered before the cluster's `after`, so every client closes while its nodes run.
+const closers: (() => void)[] = [];
+after(() => {
+  for (const close of closers) close();
+});
+const fixture = useRedisCluster();
+const route = 'POST/orders';
+/** Only these may reach a caller while the cluster changes (S11). */
+const TYPED = new Set(['SLUICE_UNAVAILABLE', 'SLUICE_TIMEOUT']);
+
+/** Each cluster client sluice recognises, created as the README says, connected. */
+const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
+  'node-redis createCluster': async () => {
+    const client = createCluster({
+      rootNodes: [...fixture.value.rootNodes],
+      defaults: { disableOfflineQueue: true },
+    });
+    client.on('error', () => {}); // the tests assert on the typed outcomes instead
+    await client.connect();
+    closers.push(() => client.destroy());
+    return client as unknown as RateLimiterOptions['client'];
+  },
+  'ioredis Cluster': async () => {
+    const client = new Cluster(
+      fixture.value.rootNodes.map(({ url }) => {
+        const { hostname, port } = new URL(url);
+        return { host: hostname, port: Number(port) };
+      }),
+      { enableOfflineQueue: false, lazyConnect: true },
+    );
+    client.on('error', () => {});
+    closers.push(() => client.disconnect());
+    await client.connect();
+    return client as unknown as RateLimiterOptions['client'];
+  },
+};
+
+/** The slot of `{ tenant, route }`'s key under `policy` (every key of a tenant shares it). */
+function slotOf(policy: Policy, tenant: string, scopeRoute: string | undefined = route): number {
+  return calculateSlot(keyFor(policy, tenant, scopeRoute));
+}
+
+/** Runs `fn` with a plain client on one node (commands that name no key, or keys it serves). */
+async function onNode<T>(
+  port: number,
+  fn: (client: {
+    get(key: string): Promise<unknown>;
+    sendCommand(args: string[]): Promise<unknown>;
+  }) => Promise<T>,
+): Promise<T> {
+  const client = createClient({ url: `redis://127.0.0.1:${port}` });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    client.destroy();
+  }
+}
+
+/** `INFO errorstats` and script calls of one node. */
+async function nodeStats(cluster: RedisCluster, port: number) {
+  const errors = await cluster.command(port, 'INFO', 'errorstats');
+  const commands = await cluster.command(port, 'INFO', 'commandstats');
+  const count = (text: string, re: RegExp) => Number(re.exec(text)?.[1] ?? 0);
+  return {
+    noscript: count(errors, /^errorstat_NOSCRIPT:count=(\d+)/m),
+    crossslot: count(errors, /^errorstat_CROSSSLOT:count=(\d+)/m),
+    scriptCalls:
+      count(commands, /^cmdstat_evalsha:calls=(\d+)/m) +
+      count(commands, /^cmdstat_eval:calls=(\d+)/m),
+  };
+}
+
+/** The failures of `load` that are not typed errors. */
+function untyped(load: Load): string[] {
+  return [...load.errors.keys()].filter((code) => !TYPED.has(code));
+}
+
+/** Waits until `check` holds, polling every 20 ms; fails naming `what` after `ms`. */
+async function until(what: string, check: () => Promise<boolean> | boolean, ms = 10_000) {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) assert.fail(`not within ${ms} ms: ${what}`);
+    await sleep(20);
+  }
+}
+
+/** Whether `label` was denied by a call issued after `at`. */
+function deniedAfter(load: Load, label: string, at: number): boolean {
+  for (let i = load.events.length - 1; i >= 0; i--) {
+    const e = load.events[i] as Load['events'][number];
+    if (e.at <= at) return false;
+    if (e.issuedAt > at && e.label === label && e.outcome === 'denied') return true;
+  }
+  return false;
+}
+
+/**
+ * Asserts that a peek (the decision a take of cost 1 would get now) shows `used` of `limit`
+ * spent: its `remaining` is what would be left after that take.
+ */
+function assertUsed(peek: Decision, limit: number, used: number, what: string): void {
+  assert.equal(peek.allowed, used < limit, what);
+  if (used < limit) assert.equal(peek.remaining, limit - used - 1, what);
+}
+
+for (const [name, connect] of Object.entries(CLIENTS)) {
+  describe(`Redis Cluster (${name})`, () => {
+    const limiters = (count: number, options: Omit<RateLimiterOptions, 'client' | 'store'>) =>
+      Promise.all(
+        Array.from(
+          { length: count },
+          async () => new RateLimiter({ client: await connect(), onWarning: () => {}, ...options }),
+        ),
+      );
+
+    it('300 tenants over every primary × 5 concurrent takes from 3 clients, limit 3 → exactly 3 each', async () => {
+      const cluster = fixture.value;
+      const clients = await limiters(3, { timeoutMs: 5000 });
+      const policy = fixedWindow({ limit: 3, windowMs: 600_000 });
+      const salt = randomTenant();
+      const tenants = Array.from({ length: 300 }, (_, i) => `${salt}-${i}`);
+      const owners = new Set(
+        await Promise.all(tenants.map((t) => cluster.primaryOf(slotOf(policy, t)))),
+      );
+      assert.equal(owners.size, 3, 'the tenants are spread over every primary');
+      const decisions = await Promise.all(
+        tenants.flatMap((tenant) =>
+          [0, 1, 2, 0, 1].map((c) => (clients[c] as RateLimiter).take({ tenant, route }, policy)),
+        ),
+      );
+      const admitted = new Map<string, number>();
+      decisions.forEach((d, i) => {
+        const tenant = tenants[Math.floor(i / 5)] as string;
+        if (d.allowed) admitted.set(tenant, (admitted.get(tenant) ?? 0) + 1);
+      });
+      assert.equal(decisions.filter((d) => d.allowed).length, 900);
+      for (const tenant of tenants) assert.equal(admitted.get(tenant), 3, tenant);
+    });
+
+    it('a turn’s takes reach each primary as one batch call (not refused with CROSSSLOT)', {
+      todo:
+        'src: Redis refuses declared KEYS of several slots with CROSSSLOT even under ' +
+        '#!lua flags=allow-cross-slot-keys (the flag covers undeclared keys only), so every ' +
+        'batch of several slots is refused and resent call by call (bench/cluster/RESULTS.md)',
+    }, async () => {
+      const cluster = fixture.value;
+      const [limiter] = (await limiters(1, { timeoutMs: 5000 })) as [RateLimiter];
+      const policy = fixedWindow({ limit: 10, windowMs: 600_000 });
+      const salt = randomTenant();
+      const tenants = Array.from({ length: 90 }, (_, i) => `${salt}-${i}`);
+      await Promise.all(tenants.map((tenant) => limiter.take({ tenant, route }, policy)));
+      const primaries = (await cluster.shards()).map((shard) => shard.primary);
+      const before = await Promise.all(primaries.map((port) => nodeStats(cluster, port)));
+      await Promise.all(tenants.map((tenant) => limiter.take({ tenant, route }, policy)));
+      const after = await Promise.all(primaries.map((port) => nodeStats(cluster, port)));
+      const calls = after.map((a, i) => a.scriptCalls - (before[i]?.scriptCalls ?? 0));
+      const refused = after.map((a, i) => a.crossslot - (before[i]?.crossslot ?? 0));
+      assert.deepEqual(refused, [0, 0, 0], 'CROSSSLOT refusals per primary');
+      // One batch each, and maybe the reset-epoch poll (every 250 ms, on one node).
+      assert.ok(
+        calls.every((n) => n >= 1 && n <= 2),
+        `script calls per primary for one turn: ${calls}`,
+      );
+    });
+
+    it('takeAll of a tenant-wide and per-route limits: all or nothing, on every primary', async () => {
+      const clients = await limiters(3, { timeoutMs: 5000 });
+      const tenantWide = fixedWindow({ limit: 4, windowMs: 600_000 });
+      const perRoute = fixedWindow({ limit: 3, windowMs: 600_000, version: 'route' });
+      const salt = randomTenant();
+      const tenants = Array.from({ length: 60 }, (_, i) => `${salt}-${i}`);
+      const routes = ['GET/a', 'GET/b'] as const;
+      // 10 calls per tenant, 5 per route, across the 3 clients: exactly 4 admitted (the
+      // tenant-wide limit) whatever the order, and a refused call consumes nothing of either.
+      const results = await Promise.all(
+        tenants.flatMap((tenant) =>
+          Array.from({ length: 10 }, async (_, i) => {
+            const r = routes[i % 2] as string;
+            const result = await (clients[i % 3] as RateLimiter).takeAll([
+              { scope: { tenant }, policy: tenantWide },
+              { scope: { tenant, route: r }, policy: perRoute },
+            ]);
+            return { tenant, route: r, result };
+          }),
+        ),
+      );
+      const [a, b] = clients as [RateLimiter, RateLimiter];
+      for (const tenant of tenants) {
+        const mine = results.filter((x) => x.tenant === tenant);
+        const admitted = mine.filter((x) => x.result.allowed);
+        assert.equal(admitted.length, 4, tenant);
+        for (const x of mine) {
+          assert.ok(
+            x.result.decisions.every((d) => d.allowed === x.result.allowed),
+            tenant,
+          );
+        }
+        assert.equal((await a.peek({ tenant }, tenantWide)).allowed, false, tenant);
+        for (const r of routes) {
+          const taken = admitted.filter((x) => x.route === r).length;
+          assertUsed(await b.peek({ tenant, route: r }, perRoute), 3, taken, `${tenant} ${r}`);
+        }
+      }
+      const owners = new Set(
+        await Promise.all(
+          tenants.map((t) => fixture.value.primaryOf(slotOf(tenantWide, t, undefined))),
+        ),
+      );
+      assert.equal(owners.size, 3, 'the tenants are spread over every primary');
+    });
+
+    it('SCRIPT FLUSH on one primary: NOSCRIPT never reaches a caller', async () => {
+      const cluster = fixture.value;
+      const [limiter] = (await limiters(1, { timeoutMs: 5000 })) as [RateLimiter];
+      const policy = fixedWindow({ limit: 5, windowMs: 600_000 });
+      const salt = randomTenant();
+      const tenants = Array.from({ length: 150 }, (_, i) => `${salt}-${i}`);
+      const take = () =>
+        Promise.all(tenants.map((tenant) => limiter.take({ tenant, route }, policy)));
+      await take(); // every script cached on every primary
+      const target = (await cluster.shards())[0]?.primary as number;
+      const onTarget = await Promise.all(
+        tenants.map(async (t) => (await cluster.primaryOf(slotOf(policy, t))) === target),
+      );
+      assert.ok(onTarget.some(Boolean), 'some tenants live on the flushed node');
+      const before = (await nodeStats(cluster, target)).noscript;
+      await onNode(target, (client) => client.sendCommand(['SCRIPT', 'FLUSH']));
+      const settled = await Promise.allSettled([take(), take()]);
+      assert.deepEqual(
+        settled.map((d) => d.status),
+        ['fulfilled', 'fulfilled'],
+        String(settled.find((d) => d.status === 'rejected')?.reason),
+      );
+      const after = (await nodeStats(cluster, target)).noscript;
+      assert.ok(after > before, 'the flushed node answered NOSCRIPT (and sluice reloaded)');
+      for (const tenant of tenants) {
+        assertUsed(await limiter.peek({ tenant, route }, policy), 5, 3, tenant);
+      }
+    });
+
+    it('CLUSTER FAILOVER of a shard under load: the counts carry over, only decisions or typed errors', async () => {
+      const cluster = fixture.value;
+      const clients = await limiters(3, { timeoutMs: 1000, denialCache: false });
+      const limit = 150;
+      const policy = fixedWindow({ limit, windowMs: 600_000 });
+      // A shard as it is now (an earlier run may have swapped its roles).
+      const shard = (await cluster.shards()).find((s) => s.replicas.length > 0);
+      const replica = shard?.replicas[0];
+      assert.ok(shard !== undefined && replica !== undefined);
+      const salt = randomTenant();
+      const tenants = Array.from({ length: 60 }, (_, i) => `${salt}-${i}`);
+      const owners = await Promise.all(tenants.map((t) => cluster.primaryOf(slotOf(policy, t))));
+      const moved = tenants.filter((_, i) => owners[i] === shard.primary);
+      assert.ok(moved.length > 0, 'some tenants live on the shard that fails over');
+      const load = startLoad(48, (w, n) => {
+        const tenant = tenants[(w * 7 + n) % tenants.length] as string;
+        const limiter = clients[w % clients.length] as RateLimiter;
+        return [tenant, () => limiter.take({ tenant, route }, policy)];
+      });
+      try {
+        const admittedOnShard = () =>
+          moved.reduce((sum, t) => sum + (load.admitted.get(t) ?? 0), 0);
+        await until(
+          'a third of the shard’s quota admitted',
+          () => admittedOnShard() >= (moved.length * limit) / 3,
+        );
+        const failoverAt = performance.now();
+        const admittedBefore = admittedOnShard();
+        await cluster.command(replica, 'CLUSTER', 'FAILOVER');
+        await until('the replica took over', async () =>
+          (await cluster.command(replica, 'ROLE')).startsWith('master'),
+        );
+        const promotedAt = performance.now();
+        await until(
+          'every tenant of the shard refused by its new primary',
+          () => moved.every((t) => deniedAfter(load, t, promotedAt)),
+          15_000,
+        );
+        await load.stop();
+        assert.deepEqual(untyped(load), [], 'only decisions or typed errors');
+        for (const tenant of tenants) {
+          const admitted = load.admitted.get(tenant) ?? 0;
+          assert.ok(admitted <= limit, `${tenant}: ${admitted} admitted, limit ${limit}`);
+        }
+        // The counter continued on the promoted replica: nothing admitted was forgotten.
+        await onNode(replica, async (client) => {
+          for (const tenant of moved) {
+            const counted = Number(await client.get(keyFor(policy, tenant, route)));
+            assert.equal(counted, limit, `${tenant} at its limit on the new primary`);
+          }
+        });
+        const admittedAfter = load.events.filter(
+          (e) => e.issuedAt > promotedAt && e.outcome === 'admitted' && moved.includes(e.label),
+        ).length;
+        console.log(
+          JSON.stringify({
+            clusterFailover: {
+              client: name,
+              promotedAfterMs: Math.round(promotedAt - failoverAt),
+              admittedOnShard: { beforeFailover: admittedBefore, afterPromotion: admittedAfter },
+              errors: Object.fromEntries(load.errors),
+            },
+          }),
+        );
+      } finally {
+        await load.stop();
+      }
+    });
+
+    it('a busy scope’s slot migrated live under load: never over the limit, only decisions or typed errors', async () => {
+      const cluster = fixture.value;
+      const clients = await limiters(3, { timeoutMs: 1000, denialCache: false });
+      const limit = 1000;
+      const policy = fixedWindow({ limit, windowMs: 600_000 });
+      const busy = randomTenant();
+      const key = keyFor(policy, busy, route);
+      const slot = calculateSlot(key);
+      const source = await cluster.primaryOf(slot);
+      const target = (await cluster.shards()).find((s) => s.primary !== source)?.primary as number;
+      const sourceId = cluster.node(source).id;
+      const targetId = cluster.node(target).id;
+      const others = Array.from({ length: 30 }, (_, i) => `${busy}-other-${i}`);
+      const load = startLoad(48, (w, n) => {
+        const tenant = w % 4 === 0 ? (others[(w + n) % others.length] as string) : busy;
+        const limiter = clients[w % clients.length] as RateLimiter;
+        return [tenant, () => limiter.take({ tenant, route }, policy)];
+      });
+      try {
+        await until(
+          'a fifth of the busy scope’s quota admitted',
+          () => (load.admitted.get(busy) ?? 0) >= limit / 5,
+        );
+        const admittedBefore = load.admitted.get(busy) ?? 0;
+        // What `redis-cli --cluster reshard` does, by hand, for one slot.
+        const s = String(slot);
+        await cluster.command(target, 'CLUSTER', 'SETSLOT', s, 'IMPORTING', sourceId);
+        await cluster.command(source, 'CLUSTER', 'SETSLOT', s, 'MIGRATING', targetId);
+        for (;;) {
+          const out = await cluster.command(source, 'CLUSTER', 'GETKEYSINSLOT', s, '100');
+          const keys = out.split('\n').filter((k) => k !== '');
+          if (keys.length === 0) break;
+          await cluster.command(
+            source,
+            'MIGRATE',
+            '127.0.0.1',
+            String(target),
+            '',
+            '0',
+            '5000',
+            'KEYS',
+            ...keys,
+          );
+        }
+        await cluster.command(target, 'CLUSTER', 'SETSLOT', s, 'NODE', targetId);
+        await cluster.command(source, 'CLUSTER', 'SETSLOT', s, 'NODE', targetId);
+        const movedAt = performance.now();
+        const admittedDuring = (load.admitted.get(busy) ?? 0) - admittedBefore;
+        await until(
+          'the busy scope refused by its new node',
+          () => deniedAfter(load, busy, movedAt),
+          15_000,
+        );
+        await load.stop();
+        assert.deepEqual(untyped(load), [], 'only decisions or typed errors');
+        const admitted = load.admitted.get(busy) ?? 0;
+        assert.ok(admitted <= limit, `${admitted} admitted, limit ${limit}`);
+        for (const tenant of others) assert.ok((load.admitted.get(tenant) ?? 0) <= limit);
+        assert.equal(await cluster.primaryOf(slot), target);
+        const counted = await onNode(target, (client) => client.get(key));
+        assert.equal(Number(counted), limit, 'the counter moved with its slot');
+        console.log(
+          JSON.stringify({
+            slotMigration: {
+              client: name,
+              admitted: { beforeMove: admittedBefore, duringMove: admittedDuring, total: admitted },
+              errors: Object.fromEntries(load.errors),
+            },
+          }),
+        );
+      } finally {
+        await load.stop();
+      }
+    });
+  });
+}
