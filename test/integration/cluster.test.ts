@@ -47,7 +47,11 @@ const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
         const { hostname, port } = new URL(url);
         return { host: hostname, port: Number(port) };
       }),
-      { enableOfflineQueue: false, lazyConnect: true },
+      {
+        enableOfflineQueue: false,
+        redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+        lazyConnect: true,
+      },
     );
     client.on('error', () => {});
     closers.push(() => client.disconnect());
