@@ -110,6 +110,10 @@ export class PolicyTally {
   /** Number of observed latencies. */
   count = 0;
 
+  /**
+   * @param policy The `policy` label value: the policy's name, or {@link OVERFLOW_LABEL}.
+   * @param bounds The latency buckets' upper bounds in seconds, or none.
+   */
   constructor(
     readonly policy: string,
     bounds: readonly number[] | undefined,
@@ -124,6 +128,7 @@ export class RouteTally {
   readonly enforced = new Float64Array(REQUEST_OUTCOMES.length);
   /** The same on shadow (record-only) routes. */
   readonly shadow = new Float64Array(REQUEST_OUTCOMES.length);
+  /** @param route The `route` label value: the route template, or {@link OVERFLOW_LABEL}. */
   constructor(readonly route: string) {}
 }
 
@@ -153,6 +158,7 @@ export class Tally {
   readonly redisEvents = new Float64Array(REDIS_EVENTS.length);
   /** Attached limiters. */
   readonly sources = new Set<LimiterSource>();
+  /** The latency buckets' upper bounds, in seconds (see {@link TallyOptions.bounds}). */
   readonly bounds: readonly number[] | undefined;
   readonly #maxLabelValues: number;
   readonly #who: string;

@@ -164,6 +164,35 @@ describe('README examples', () => {
     );
   });
 
+  it('examples/decision-log.ts: one pino line per decision — requestId, outcome, policy, route, latency — and no tenant', async () => {
+    const output = await printed('decision-log.ts');
+    const lines = output
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    assert.deepEqual(
+      lines.map((l) => [l.msg, l.requestId, l.outcome, l.policy, l.route, l.cached, l.code]),
+      [
+        ['rate limit decision', 'req-1', 'allowed', 'orders', 'POST/orders', false, undefined],
+        ['rate limit decision', 'req-2', 'allowed', 'orders', 'POST/orders', false, undefined],
+        ['rate limit decision', 'req-3', 'limited', 'orders', 'POST/orders', true, undefined],
+        [
+          'rate limiter failed',
+          undefined,
+          'invalid',
+          'orders',
+          undefined,
+          false,
+          'SLUICE_INVALID_INPUT',
+        ],
+      ],
+    );
+    for (const line of lines) assert.equal(typeof line.latencyMs, 'number');
+    assert.ok((lines[0]?.latencyMs ?? 0) > 0, 'a Redis round trip');
+    assert.equal(lines[2]?.latencyMs, 0, 'answered by the denial cache');
+    assert.doesNotMatch(output, /acme|tenant/, 'no tenant in the log');
+  });
+
   it('examples/node-http.ts', async () => {
     const { base } = await start('node-http.ts');
     await tenantQuota(base, '/orders');

@@ -69,7 +69,8 @@ async function filledRegistry(): Promise<Map<string, Set<string>>> {
       for (const label of Object.keys(value.labels)) labels.add(label);
       names.set(name, labels);
     }
-    if (!names.has(metric.name) && String(metric.type) !== 'histogram') names.set(metric.name, new Set());
+    if (!names.has(metric.name) && String(metric.type) !== 'histogram')
+      names.set(metric.name, new Set());
   }
   return names;
 }
