@@ -323,10 +323,12 @@ async function slotsCovered(port: number): Promise<{ slots: number; withReplica:
 
 /**
  * Starts a Redis Cluster of 3 primaries and 3 replicas on loopback (cluster-node-timeout
- * 1000 ms) and resolves once it is ready. Call `stop()` when done.
+ * 1000 ms) and resolves once it is ready. Call `stop()` when done. `replicas: 0`: the 3
+ * primaries alone (the cluster benchmark, against one server that has no replica either).
  */
-export function startRedisCluster(): Promise<RedisCluster> {
-  return twice(startClusterOnce);
+export function startRedisCluster(options: { replicas?: 0 | 1 } = {}): Promise<RedisCluster> {
+  const replicas = options.replicas ?? 1;
+  return twice(() => startClusterOnce(replicas));
 }
 
 /**
@@ -341,10 +343,11 @@ async function twice<T>(start: () => Promise<T>): Promise<T> {
   }
 }
 
-async function startClusterOnce(): Promise<RedisCluster> {
+async function startClusterOnce(replicaCount: 0 | 1): Promise<RedisCluster> {
   const processes = new Processes();
   try {
-    const ports = await freePorts(6, true);
+    const size = 3 * (1 + replicaCount);
+    const ports = await freePorts(size, true);
     await Promise.all(
       ports.map((port) =>
         processes.start(port, [
@@ -368,7 +371,7 @@ async function startClusterOnce(): Promise<RedisCluster> {
           'create',
           ...ports.map((port) => `${HOST}:${port}`),
           '--cluster-replicas',
-          '1',
+          String(replicaCount),
           '--cluster-yes',
         ],
         { timeout: READY_TIMEOUT_MS },
@@ -379,17 +382,17 @@ async function startClusterOnce(): Promise<RedisCluster> {
       );
     });
     for (const port of ports) {
-      await waitFor(`cluster_state:ok and 6 known nodes on ${port}`, async () => {
+      await waitFor(`cluster_state:ok and ${size} known nodes on ${port}`, async () => {
         const info = await cli(port, 'CLUSTER', 'INFO');
         return (
           info.includes('cluster_state:ok') &&
           info.includes('cluster_slots_assigned:16384') &&
-          info.includes('cluster_known_nodes:6')
+          info.includes(`cluster_known_nodes:${size}`)
         );
       });
       await waitFor(`a complete slot map with replicas on ${port}`, async () => {
         const { slots, withReplica } = await slotsCovered(port);
-        return slots === 16384 && withReplica;
+        return slots === 16384 && (withReplica || replicaCount === 0);
       });
     }
     const lines = parseClusterNodes(await cli(ports[0] as number, 'CLUSTER', 'NODES'));
@@ -408,8 +411,10 @@ async function startClusterOnce(): Promise<RedisCluster> {
       .sort((a, b) => (a.role === b.role ? a.port - b.port : a.role === 'primary' ? -1 : 1));
     const primaries = nodes.filter((node) => node.role === 'primary');
     const replicas = nodes.filter((node) => node.role === 'replica');
-    if (primaries.length !== 3 || replicas.length !== 3) {
-      throw new Error(`expected 3 primaries and 3 replicas, got ${JSON.stringify(lines)}`);
+    if (primaries.length !== 3 || replicas.length !== 3 * replicaCount) {
+      throw new Error(
+        `expected 3 primaries and ${3 * replicaCount} replicas, got ${JSON.stringify(lines)}`,
+      );
     }
     for (const replica of replicas) {
       await waitFor(`replica ${replica.port} linked to its primary`, async () =>
