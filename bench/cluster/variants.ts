@@ -1,0 +1,166 @@
+/**
+ * What the cluster benchmark compares: sluice's `RateLimiter` (default options, a
+ * `fixedWindow` policy) on one server and on a Redis Cluster of 3 primaries, with the
+ * coalescer's batches grouped in several ways. Nothing in `src/` is changed: each grouping
+ * is a `ScriptStore` wrapped around the store sluice picks for the client.
+ *
+ * - `single`: `createRedisClient` on one server (the reference).
+ * - `cluster-node`: `createCluster`, as shipped: one batch per node (`groupOf` from the
+ *   client's slot map), a batch of several slots sent as the `allow-cross-slot-keys` batch
+ *   script, resent call by call when refused.
+ * - `cluster-slot`: a wrapper whose `groupOf` returns the key's slot: one batch per slot,
+ *   never refused (each batch names one slot).
+ * - `cluster-one`: a wrapper without `groupOf`: one batch for every node, as on one server.
+ * - `cluster-undeclared` (a prototype, not in `src/`): one batch per node as shipped, sent
+ *   with only its first key declared and every key in ARGV, the batch script wrapped so it
+ *   reads its keys from there: `allow-cross-slot-keys` permits a script to *access* keys of
+ *   several slots of its node, while Redis refuses (CROSSSLOT) a call that *declares* them.
+ */
+import calculateSlot from 'cluster-key-slot';
+import { createCluster } from 'redis';
+import { batchScript } from '../../src/algorithms/batch.js';
+import { scriptFromSource } from '../../src/algorithms/script.js';
+import { createRedisClient, fixedWindow, RateLimiter, type ScriptStore } from '../../src/index.js';
+import { storeFor } from '../../src/stores/select.js';
+import type { BenchPolicy } from '../types.js';
+
+/** Where a variant runs: one server's URL, or the cluster's root node URLs. */
+export interface Targets {
+  readonly single: string;
+  readonly cluster: readonly string[];
+}
+
+/** A connected limiter under test. */
+export interface VariantTaker {
+  take(tenant: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface Variant {
+  readonly name: string;
+  readonly description: string;
+  /** Whether it runs on the cluster (its Redis CPU is then the sum of the 3 primaries'). */
+  readonly cluster: boolean;
+  /** `timeoutMs`: the limiter's deadline (default 150, sluice's). */
+  setup(targets: Targets, policy: BenchPolicy, timeoutMs?: number): Promise<VariantTaker>;
+}
+
+const ROUTE = 'GET/bench';
+
+/**
+ * The batch script reading its keys from ARGV: ARGV[1] = n, ARGV[2..n+1] the keys, then the
+ * batch's own ARGV. KEYS holds the first key only (it routes the call and is checked by the
+ * cluster); the wrapper's parameters shadow the globals KEYS and ARGV inside the batch.
+ */
+const undeclaredBatch = scriptFromSource(
+  'batch-undeclared',
+  [
+    '#!lua flags=allow-cross-slot-keys',
+    'local n = tonumber(ARGV[1])',
+    'local keys, argv = {}, {}',
+    'for i = 1, n do keys[i] = ARGV[1 + i] end',
+    'for i = n + 2, #ARGV do argv[#argv + 1] = ARGV[i] end',
+    'local function batch(KEYS, ARGV)',
+    batchScript.source,
+    'end',
+    'return batch(keys, argv)',
+  ].join('\n'),
+  1,
+);
+
+/** `store` with its `groupOf` replaced (`undefined`: removed). */
+function regrouped(
+  store: ScriptStore,
+  groupOf: ((key: string) => string) | undefined,
+  evalScript: ScriptStore['evalScript'] = (script, keys, args) =>
+    store.evalScript(script, keys, args),
+): ScriptStore {
+  return {
+    evalScript,
+    ...(groupOf === undefined ? {} : { groupOf }),
+    ...(store.serverFacts === undefined ? {} : { serverFacts: () => store.serverFacts?.() }),
+  } as ScriptStore;
+}
+
+/** The store sluice picks for a `createCluster` client, wrapped by `wrap`. */
+function clusterVariant(
+  name: string,
+  description: string,
+  wrap: ((store: ScriptStore) => ScriptStore) | undefined,
+): Variant {
+  return {
+    name,
+    description,
+    cluster: true,
+    async setup(targets, { limit, windowMs }, timeoutMs = 150) {
+      const client = createCluster({
+        rootNodes: targets.cluster.map((url) => ({ url })),
+        defaults: { disableOfflineQueue: true },
+      });
+      client.on('error', () => {});
+      await client.connect();
+      const store = storeFor(client);
+      const limiter = new RateLimiter(
+        wrap === undefined
+          ? { client: client as never, timeoutMs, onWarning: () => {} }
+          : { store: wrap(store), timeoutMs, onWarning: () => {} },
+      );
+      const policy = fixedWindow({ limit, windowMs });
+      return {
+        take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+        close: async () => client.destroy(),
+      };
+    },
+  };
+}
+
+export const variants: Record<string, Variant> = {
+  single: {
+    name: 'single',
+    description: 'one redis-server, createRedisClient (the reference)',
+    cluster: false,
+    async setup(targets, { limit, windowMs }, timeoutMs = 150) {
+      const client = await createRedisClient({ url: targets.single });
+      const limiter = new RateLimiter({ client, timeoutMs, onWarning: () => {} });
+      const policy = fixedWindow({ limit, windowMs });
+      return {
+        take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+        close: () => client.close(),
+      };
+    },
+  },
+  'cluster-node': clusterVariant(
+    'cluster-node',
+    'createCluster as shipped: one batch per node (cross-slot batch script, resent call by call when refused)',
+    undefined,
+  ),
+  'cluster-slot': clusterVariant(
+    'cluster-slot',
+    'createCluster, groupOf = the key’s slot: one batch per slot',
+    (store) => regrouped(store, (key) => String(calculateSlot(key))),
+  ),
+  'cluster-one': clusterVariant(
+    'cluster-one',
+    'createCluster, no groupOf: one batch for all nodes',
+    (store) => regrouped(store, undefined),
+  ),
+  'cluster-undeclared': clusterVariant(
+    'cluster-undeclared',
+    'the fix in proposal.patch, as a store wrapper: one batch per node, its first key declared, every key in ARGV (allow-cross-slot-keys)',
+    (store) =>
+      regrouped(
+        store,
+        (key) => store.groupOf?.(key) ?? '',
+        (script, keys, args) =>
+          script === batchScript && keys.length > 1
+            ? store.evalScript(
+                undeclaredBatch,
+                [keys[0] as string],
+                [String(keys.length), ...keys, ...args],
+              )
+            : store.evalScript(script, keys, args),
+      ),
+  ),
+};
+
+export const variantNames = Object.keys(variants);
