@@ -147,7 +147,8 @@ export class Coalescer {
       request.write(keys, argv);
     }
     run(this.#store, batchScript, keys, argv).then(
-      (replies) => deliver(requests, keys.length, replies, sentAt),
+      (replies) =>
+        deliver(requests, keys.length, replies, sentAt, (request) => this.#send([request])),
       (error: unknown) => {
         if (error instanceof RerouteError) {
           // Nothing of it ran: each request again, alone (one slot each, routed as such).
@@ -161,8 +162,24 @@ export class Coalescer {
   }
 }
 
-/** Hands each request its slots of the batch's flat reply (see `batch.lua`). */
-function deliver(requests: BatchRequest[], items: number, replies: unknown, sentAt: number): void {
+/**
+ * A cluster batch's request whose key the node does not serve (its slot moved, or the slot
+ * map was stale): it failed at its first read, before writing anything.
+ */
+const NOT_LOCAL = /non local key/;
+
+/**
+ * Hands each request its slots of the batch's flat reply (see `batch.lua`). A request that
+ * failed because its key is not on the node the batch went to is sent again, alone
+ * (`resend`): nothing of it ran.
+ */
+function deliver(
+  requests: BatchRequest[],
+  items: number,
+  replies: unknown,
+  sentAt: number,
+  resend: (request: BatchRequest) => void,
+): void {
   const slots = items * 4;
   if (!Array.isArray(replies) || replies.length < slots) {
     const error = new StoreError(`ERR batch reply of unexpected shape for ${items} items`);
@@ -172,8 +189,10 @@ function deliver(requests: BatchRequest[], items: number, replies: unknown, sent
   let offset = 0;
   for (const request of requests) {
     if (replies[offset] === -1) {
+      const message = String(replies[slots + (replies[offset + 1] as number) - 1]);
+      if (NOT_LOCAL.test(message) && requests.length > 1) resend(request);
       // An item's error reply, mapped as if the item had been sent alone.
-      request.fail(errorFromReply(String(replies[slots + (replies[offset + 1] as number) - 1])));
+      else request.fail(errorFromReply(message));
     } else {
       request.done(replies, offset, sentAt);
     }

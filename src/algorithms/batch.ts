@@ -66,13 +66,26 @@ export function buildBatch(scripts: readonly LuaScript[], name = 'batch'): LuaSc
 export const batchScript: LuaScript = buildBatch(BATCH_ALGORITHMS);
 
 /**
- * The batch script for Redis Cluster, declared with `allow-cross-slot-keys` (Redis ≥ 7.0):
- * one call may touch keys of several slots that one node serves — the takes of one turn
- * grouped by node. Redis still refuses, before running it, a call with a key of a slot the
- * node does not serve (`MOVED` / `ASK`), so such a call provably did not run.
+ * The batch script for Redis Cluster: one call runs the takes of one turn whose keys are in
+ * several slots of one node. It declares `allow-cross-slot-keys` (Redis ≥ 7.0) and takes no
+ * declared keys — Redis refuses a command whose declared keys span slots (`CROSSSLOT`)
+ * before running it — but reads them from ARGV: `ARGV[1]` = the key count n, `ARGV[2..n+1]`
+ * = the keys, then the batch's own ARGV; the prelude turns them back into `KEYS` and `ARGV`
+ * (locals that every body below sees). A key of a slot the node does not serve fails its own
+ * request at its first access — a read, before anything of that request is written — with
+ * "non local key"; the coalescer sends that request again, alone.
  */
 export const crossSlotBatchScript: LuaScript = scriptFromSource(
   'batch-cross-slot',
-  `#!lua flags=allow-cross-slot-keys\n${batchScript.source}`,
+  `#!lua flags=allow-cross-slot-keys
+-- Keys come in ARGV (see crossSlotBatchScript in batch.ts).
+local KEYS, ARGV = (function(argv)
+  local n = tonumber(argv[1])
+  local keys, rest = {}, {}
+  for i = 1, n do keys[i] = argv[1 + i] end
+  for i = n + 2, #argv do rest[#rest + 1] = argv[i] end
+  return keys, rest
+end)(ARGV)
+${batchScript.source}`,
   0,
 );

@@ -42,14 +42,38 @@ export abstract class CommandStore implements ScriptStore {
     args: readonly string[],
   ): Promise<unknown> {
     const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
-    const firstKey = keys[0];
-    return this.send(command, firstKey).catch((error: unknown) => {
+    return this.#run(script, command, keys[0]);
+  }
+
+  /**
+   * Runs `script` with no declared keys — its keys and arguments in ARGV: the key count,
+   * the keys (each after `keyPrefix`, which a client adds only to declared keys), then
+   * `args` — on the node serving `routeKey`. For a batch whose keys span slots of one node:
+   * Redis checks the slots of declared keys before running a script, not of keys a script
+   * declared `allow-cross-slot-keys` touches (each must still be served by the node).
+   */
+  protected evalRouted(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    routeKey: string,
+    keyPrefix = '',
+  ): Promise<unknown> {
+    const command = ['EVALSHA', script.sha1, '0', String(keys.length)];
+    for (const key of keys) command.push(keyPrefix + key);
+    for (const arg of args) command.push(arg);
+    return this.#run(script, command, routeKey);
+  }
+
+  /** Sends `command` (an EVALSHA of `script`); on NOSCRIPT, again as EVAL on the same node. */
+  #run(script: LuaScript, command: string[], routeKey: string | undefined): Promise<unknown> {
+    return this.send(command, routeKey).catch((error: unknown) => {
       if (!this.#errors.isNoScript(error)) throw this.#errors.toSluiceError(error);
       // The server lost its script cache: EVAL sends the source and caches it again, on the
-      // same node (the same first key), still inside the caller's deadline.
+      // same node (the same route key), still inside the caller's deadline.
       command[0] = 'EVAL';
       command[1] = script.source;
-      return this.send(command, firstKey).catch((retryError: unknown) => {
+      return this.send(command, routeKey).catch((retryError: unknown) => {
         throw this.#errors.toSluiceError(retryError);
       });
     });

@@ -20,6 +20,7 @@
 import calculateSlot from 'cluster-key-slot';
 import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
 import type { LuaScript } from '../algorithms/script.js';
+import { callSafely } from '../call-safely.js';
 import { InvalidInputError, UnavailableError } from '../errors.js';
 import { redirected, spansSlots } from './cluster-slots.js';
 import { type ClientErrors, CommandStore } from './command-store.js';
@@ -48,6 +49,8 @@ export interface IoRedisClusterLike extends IoRedisLike {
   readonly options: IoRedisOptionsLike & { readonly redisOptions?: object | undefined };
   /** Per slot, the keys (`host:port`) of the nodes serving it, the primary first. */
   readonly slots: ArrayLike<readonly string[] | undefined>;
+  /** The client of each node of a role. */
+  nodes(role: 'master'): readonly IoRedisLike[];
 }
 
 /** The last error reply ioredis gave up on after following redirections. */
@@ -187,8 +190,40 @@ export class IoRedisClusterStore extends IoRedisStore {
     if (script !== batchScript || !spansSlots(keys, this.#prefix)) {
       return super.evalScript(script, keys, args);
     }
-    return super.evalScript(crossSlotBatchScript, keys, args).catch((error: unknown) => {
-      throw redirected(error) ? new RerouteError(error as Error) : error;
-    });
+    // Several slots of one node: no declared keys (ioredis prefixes only declared keys, so
+    // the prefix is added here), sent to the node of the first key (see batch.ts).
+    return this.evalRouted(crossSlotBatchScript, keys, args, keys[0] as string, this.#prefix).catch(
+      (error: unknown) => {
+        throw redirected(error) ? new RerouteError(error as Error) : error;
+      },
+    );
+  }
+
+  /**
+   * A command with no declared keys and a route key goes to the primary serving that key's
+   * slot (ioredis would pick any node); every other command through the cluster client.
+   */
+  protected override send(command: string[], routeKey: string | undefined): Promise<unknown> {
+    if (routeKey === undefined || command[2] !== '0') return super.send(command, routeKey);
+    const address = this.groupOf(routeKey);
+    let node: IoRedisLike | undefined;
+    try {
+      node = this.#cluster
+        .nodes('master')
+        .find((n) => `${read(n.options, 'host')}:${read(n.options, 'port')}` === address);
+    } catch {
+      node = undefined;
+    }
+    if (node === undefined) {
+      // No such primary in the client's view now: nothing was sent; send each call alone.
+      return Promise.reject(
+        new RerouteError(new UnavailableError(`no cluster node ${address} in the slot map`)),
+      );
+    }
+    const target = node;
+    return callSafely(
+      () => target.call(command[0] as string, command.slice(1)),
+      () => new UnavailableError('call returned no promise: use an ioredis Cluster'),
+    );
   }
 }

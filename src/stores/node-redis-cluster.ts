@@ -5,12 +5,13 @@
  * Cluster: every key of one tenant shares one hash slot (key scheme v2), so a take, a
  * `takeAll` or a reset is one slot. The coalescer groups a turn's calls by the node that
  * serves their slots ({@link NodeRedisClusterStore.groupOf}, from the client's slot map) and
- * sends one batch per node, declared `allow-cross-slot-keys`; the client routes it by its
- * first key and follows `MOVED`/`ASK`. If the slot map was stale, Redis refuses the batch
- * before running it (a key of a slot the node does not serve): the store throws a
- * `RerouteError` and the coalescer sends each call of the batch on its own (one slot
- * each, which the client routes). An indeterminate call (a timeout, a lost connection) is
- * never resent.
+ * sends one batch per node: the `allow-cross-slot-keys` batch script with its keys in ARGV,
+ * routed to the node of its first key (see `crossSlotBatchScript`). If the slot map was
+ * stale, a request whose key the node does not serve fails at its first read ("non local
+ * key"), before it writes anything, and the coalescer sends it again alone (one slot, which
+ * the client routes and redirects); a batch refused as a whole before it ran is a
+ * `RerouteError` (each call sent again alone). A call that may have run (a timeout, a lost
+ * connection) is never resent.
  */
 import calculateSlot from 'cluster-key-slot';
 import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
@@ -66,9 +67,12 @@ export class NodeRedisClusterStore extends CommandStore {
     args: readonly string[],
   ): Promise<unknown> {
     if (script !== batchScript || !spansSlots(keys)) return super.evalScript(script, keys, args);
-    return super.evalScript(crossSlotBatchScript, keys, args).catch((error: unknown) => {
-      throw redirected(error) ? new RerouteError(error as Error) : error;
-    });
+    // Several slots of one node: no declared keys, routed by the first key (see batch.ts).
+    return this.evalRouted(crossSlotBatchScript, keys, args, keys[0] as string).catch(
+      (error: unknown) => {
+        throw redirected(error) ? new RerouteError(error as Error) : error;
+      },
+    );
   }
 }
 

@@ -16,10 +16,13 @@ import { StoreError, UnavailableError } from '../errors.js';
 const TRANSIENT_REPLIES =
   /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS)\b/;
 
+/** A script's access to a key whose slot this cluster node does not serve (a stale slot map). */
+const NOT_HERE = /non local key/;
+
 /** The sluice error for a Redis error reply's text. */
 export function errorFromReply(message: string, cause?: unknown): StoreError | UnavailableError {
   const options = cause === undefined ? undefined : { cause };
-  return TRANSIENT_REPLIES.test(message)
+  return TRANSIENT_REPLIES.test(message) || NOT_HERE.test(message)
     ? new UnavailableError(`Redis is not serving: ${message}`, options)
     : new StoreError(message, options);
 }
