@@ -572,6 +572,8 @@ export interface Load {
   readonly decided: Map<string, number>;
   /** Failures by sluice error code (`SLUICE_TIMEOUT`, …), or `other: <name>: <message>`. */
   readonly errors: Map<string, number>;
+  /** The first message seen for each code of {@link errors}. */
+  readonly messages: Map<string, string>;
   /** Every settlement, in order. */
   readonly events: readonly LoadEvent[];
   readonly labels: readonly string[];
@@ -600,6 +602,7 @@ export function startLoad(
   const admitted = new Map<string, number>();
   const decided = new Map<string, number>();
   const errors = new Map<string, number>();
+  const messages = new Map<string, string>();
   const events: LoadEvent[] = [];
   const labels = new Set<string>();
   const bump = (map: Map<string, number>, key: string) => map.set(key, (map.get(key) ?? 0) + 1);
@@ -622,6 +625,7 @@ export function startLoad(
             ? (error as { code: string }).code
             : `other: ${(error as Error).name}: ${(error as Error).message}`;
         bump(errors, code);
+        if (!messages.has(code)) messages.set(code, String((error as Error).message));
         events.push({ issuedAt, at: performance.now(), label, outcome: code });
         await sleep(5);
       }
@@ -632,6 +636,7 @@ export function startLoad(
     admitted,
     decided,
     errors,
+    messages,
     events,
     get labels() {
       return [...labels];
