@@ -1,8 +1,8 @@
 /**
  * The cluster benchmark: decisions/s and CPU per decision of sluice on a Redis Cluster of 3
  * primaries against one server, on this machine, at C callers in flight (default 256), on
- * random tenants; and the coalescer's batches grouped per node (as shipped), per slot, not
- * at all, and per node with undeclared keys (a prototype). See variants.ts.
+ * random tenants; and the coalescer's batches grouped per node (as shipped), per slot, and
+ * not at all. See variants.ts.
  *
  *   node --import tsx bench/cluster/run.ts [--rounds 3] [--duration 2000] [--warmup 500]
  *     [--concurrency 256] [--variants single,cluster-node,…] [--out bench/cluster]
@@ -237,7 +237,7 @@ function report(runs: Run[], summaries: Summary[], env: Environment, seconds: nu
   const lines = [
     '# sluice on Redis Cluster: benchmark results',
     '',
-    'What the figures mean, and the fix they measure: [README.md](README.md) and [proposal.patch](proposal.patch).',
+    'What the figures mean: [README.md](README.md).',
     '',
     `Generated ${env.date} by \`node --import tsx bench/cluster/run.ts\` in ${Math.round(seconds)} s (${rounds} rounds, ${durationMs} ms runs after ${warmupMs} ms warm-up, C=${concurrency}). Numbers from one small machine: compare the variants with each other.`,
     '',

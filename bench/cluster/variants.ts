@@ -7,19 +7,14 @@
  * - `single`: `createRedisClient` on one server (the reference).
  * - `cluster-node`: `createCluster`, as shipped: one batch per node (`groupOf` from the
  *   client's slot map), a batch of several slots sent as the `allow-cross-slot-keys` batch
- *   script, resent call by call when refused.
- * - `cluster-slot`: a wrapper whose `groupOf` returns the key's slot: one batch per slot,
- *   never refused (each batch names one slot).
- * - `cluster-one`: a wrapper without `groupOf`: one batch for every node, as on one server.
- * - `cluster-undeclared` (a prototype, not in `src/`): one batch per node as shipped, sent
- *   with only its first key declared and every key in ARGV, the batch script wrapped so it
- *   reads its keys from there: `allow-cross-slot-keys` permits a script to *access* keys of
- *   several slots of its node, while Redis refuses (CROSSSLOT) a call that *declares* them.
+ *   script with its keys in ARGV.
+ * - `cluster-slot`: a wrapper whose `groupOf` returns the key's slot: one batch per slot.
+ * - `cluster-one`: a wrapper without `groupOf`: one batch for every node, as on one server
+ *   (sent to the node of its first key; the requests of other nodes fail there, "non local
+ *   key", and are resent alone).
  */
 import calculateSlot from 'cluster-key-slot';
 import { createCluster } from 'redis';
-import { batchScript } from '../../src/algorithms/batch.js';
-import { scriptFromSource } from '../../src/algorithms/script.js';
 import { createRedisClient, fixedWindow, RateLimiter, type ScriptStore } from '../../src/index.js';
 import { storeFor } from '../../src/stores/select.js';
 import type { BenchPolicy } from '../types.js';
@@ -46,27 +41,6 @@ export interface Variant {
 }
 
 const ROUTE = 'GET/bench';
-
-/**
- * The batch script reading its keys from ARGV: ARGV[1] = n, ARGV[2..n+1] the keys, then the
- * batch's own ARGV. KEYS holds the first key only (it routes the call and is checked by the
- * cluster); the wrapper's parameters shadow the globals KEYS and ARGV inside the batch.
- */
-const undeclaredBatch = scriptFromSource(
-  'batch-undeclared',
-  [
-    '#!lua flags=allow-cross-slot-keys',
-    'local n = tonumber(ARGV[1])',
-    'local keys, argv = {}, {}',
-    'for i = 1, n do keys[i] = ARGV[1 + i] end',
-    'for i = n + 2, #ARGV do argv[#argv + 1] = ARGV[i] end',
-    'local function batch(KEYS, ARGV)',
-    batchScript.source,
-    'end',
-    'return batch(keys, argv)',
-  ].join('\n'),
-  1,
-);
 
 /** `store` with its `groupOf` replaced (`undefined`: removed). */
 function regrouped(
@@ -131,7 +105,7 @@ export const variants: Record<string, Variant> = {
   },
   'cluster-node': clusterVariant(
     'cluster-node',
-    'createCluster as shipped: one batch per node (cross-slot batch script, resent call by call when refused)',
+    'createCluster as shipped: one batch per node (allow-cross-slot-keys batch script, keys in ARGV)',
     undefined,
   ),
   'cluster-slot': clusterVariant(
@@ -143,23 +117,6 @@ export const variants: Record<string, Variant> = {
     'cluster-one',
     'createCluster, no groupOf: one batch for all nodes',
     (store) => regrouped(store, undefined),
-  ),
-  'cluster-undeclared': clusterVariant(
-    'cluster-undeclared',
-    'the fix in proposal.patch, as a store wrapper: one batch per node, its first key declared, every key in ARGV (allow-cross-slot-keys)',
-    (store) =>
-      regrouped(
-        store,
-        (key) => store.groupOf?.(key) ?? '',
-        (script, keys, args) =>
-          script === batchScript && keys.length > 1
-            ? store.evalScript(
-                undeclaredBatch,
-                [keys[0] as string],
-                [String(keys.length), ...keys, ...args],
-              )
-            : store.evalScript(script, keys, args),
-      ),
   ),
 };
 
