@@ -62,6 +62,11 @@ export interface RedisCluster {
   command(port: number, ...args: string[]): Promise<string>;
   /** The port of the primary serving `slot` now, per CLUSTER SLOTS of the first node that answers. */
   primaryOf(slot: number): Promise<number>;
+  /**
+   * Resolves once every node that runs names the same primaries, each holding slots, and
+   * agrees on who serves every slot (after a failover or a slot move, gossip takes a moment).
+   */
+  settled(): Promise<void>;
   /** The shards now (a failover swaps roles), per CLUSTER NODES of the first node that answers. */
   shards(): Promise<{ readonly primary: number; readonly replicas: readonly number[] }[]>;
   /** The node at `port` (started here), as created. */
@@ -440,6 +445,26 @@ async function startClusterOnce(replicaCount: 0 | 1): Promise<RedisCluster> {
           }
         }
         throw new Error(`no node names a primary for slot ${slot}: ${String(last)}`);
+      },
+      async settled() {
+        await waitFor('every node agrees on the primaries and the slots', async () => {
+          const running = nodes.filter((node) => node.pid !== -1);
+          const views = await Promise.all(
+            running.map(async (node) => {
+              const lines = parseClusterNodes(await cli(node.port, 'CLUSTER', 'NODES'));
+              const primaries = lines
+                .filter((line) => line.flags.includes('master') && !line.flags.includes('fail'))
+                .map((line) => line.port)
+                .sort((a, b) => a - b);
+              const slots = await cli(node.port, '--json', 'CLUSTER', 'SLOTS');
+              const ranges = (JSON.parse(slots) as [number, number, [string, number]][])
+                .map(([start, end, primary]) => `${start}-${end}@${primary[1]}`)
+                .sort();
+              return `${primaries.join(',')} ${ranges.join(',')}`;
+            }),
+          );
+          return views.every((view) => view === views[0]);
+        });
       },
       async shards() {
         let last: unknown;

@@ -268,6 +268,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       const limit = 150;
       const policy = fixedWindow({ limit, windowMs: 600_000 });
       // A shard as it is now (an earlier run may have swapped its roles).
+      await cluster.settled();
       const shard = (await cluster.shards()).find((s) => s.replicas.length > 0);
       const replica = shard?.replicas[0];
       assert.ok(shard !== undefined && replica !== undefined);
@@ -301,6 +302,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
           15_000,
         );
         await load.stop();
+        await cluster.settled(); // every node knows the new roles before the next test
         assert.deepEqual(untyped(load), [], 'only decisions or typed errors');
         for (const tenant of tenants) {
           const admitted = load.admitted.get(tenant) ?? 0;
@@ -339,6 +341,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       const busy = randomTenant();
       const key = keyFor(policy, busy, route);
       const slot = calculateSlot(key);
+      await cluster.settled();
       const source = await cluster.primaryOf(slot);
       const target = (await cluster.shards()).find((s) => s.primary !== source)?.primary as number;
       const sourceId = cluster.node(source).id;
@@ -389,6 +392,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
         const admitted = load.admitted.get(busy) ?? 0;
         assert.ok(admitted <= limit, `${admitted} admitted, limit ${limit}`);
         for (const tenant of others) assert.ok((load.admitted.get(tenant) ?? 0) <= limit);
+        await cluster.settled();
         assert.equal(await cluster.primaryOf(slot), target);
         const counted = await onNode(target, (client) => client.get(key));
         assert.equal(Number(counted), limit, 'the counter moved with its slot');
