@@ -25,16 +25,25 @@ const WRAPPERS =
   /^(?:Redis is not serving: |Redis unavailable: )?(?:Too many Cluster redirections\. Last error: (?:\w+: )?)?/;
 
 /**
+ * A replica's refusal of a script that may write, before running it: the cross-slot batch
+ * (no declared keys, so no `MOVED`) reached a primary that a failover demoted before the
+ * client's slot map knew.
+ */
+const REPLICA_REFUSAL = /^READONLY\b/;
+
+/**
  * Whether a failure says the batch went to a node that does not serve one of its slots: a
- * redirection reply (`MOVED`, `ASK`, `TRYAGAIN`, `CROSSSLOT`) anywhere in its chain of
- * causes. Clients that give up following redirections wrap the last one: node-redis as the
- * cause of "Too many Cluster redirections", ioredis in the message ("Too many Cluster
+ * redirection reply (`MOVED`, `ASK`, `TRYAGAIN`, `CROSSSLOT`), or a replica's `READONLY`
+ * (which refuses the batch script before running it), anywhere in its chain of causes.
+ * Clients that give up following redirections wrap the last one: node-redis as the cause
+ * of "Too many Cluster redirections", ioredis in the message ("Too many Cluster
  * redirections. Last error: ReplyError: MOVED …").
  */
 export function redirected(error: unknown): boolean {
   let current: unknown = error;
   for (let depth = 0; depth < 4 && current instanceof Error; depth++) {
-    if (isRedirection(current.message.replace(WRAPPERS, ''))) return true;
+    const reply = current.message.replace(WRAPPERS, '');
+    if (isRedirection(reply) || REPLICA_REFUSAL.test(reply)) return true;
     current = (current as { cause?: unknown }).cause;
   }
   return false;
