@@ -613,6 +613,8 @@ export interface LoadEvent {
   readonly label: string;
   /** `admitted`, `denied`, or the error's code. */
   readonly outcome: string;
+  /** The error's message, for a failure. */
+  readonly message?: string;
 }
 
 /**
@@ -650,8 +652,9 @@ export function startLoad(
             ? (error as { code: string }).code
             : `other: ${(error as Error).name}: ${(error as Error).message}`;
         bump(errors, code);
-        if (!messages.has(code)) messages.set(code, String((error as Error).message));
-        events.push({ issuedAt, at: performance.now(), label, outcome: code });
+        const message = String((error as Error).message);
+        if (!messages.has(code)) messages.set(code, message);
+        events.push({ issuedAt, at: performance.now(), label, outcome: code, message });
         await sleep(5);
       }
     }

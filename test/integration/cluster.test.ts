@@ -304,6 +304,10 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
         await load.stop();
         await cluster.settled(); // every node knows the new roles before the next test
         assert.deepEqual(untyped(load), [], 'only decisions or typed errors');
+        // A batch the stale slot map still sent to the demoted primary was refused there
+        // before it ran (READONLY) and resent call by call, never failed to its callers.
+        const readonly = load.events.filter((e) => e.message?.includes('READONLY')).length;
+        assert.equal(readonly, 0, 'READONLY reached callers');
         for (const tenant of tenants) {
           const admitted = load.admitted.get(tenant) ?? 0;
           assert.ok(admitted <= limit, `${tenant}: ${admitted} admitted, limit ${limit}`);
@@ -325,6 +329,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
               promotedAfterMs: Math.round(promotedAt - failoverAt),
               admittedOnShard: { beforeFailover: admittedBefore, afterPromotion: admittedAfter },
               errors: Object.fromEntries(load.errors),
+              messages: Object.fromEntries(load.messages),
             },
           }),
         );
@@ -402,6 +407,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
               client: name,
               admitted: { beforeMove: admittedBefore, duringMove: admittedDuring, total: admitted },
               errors: Object.fromEntries(load.errors),
+              messages: Object.fromEntries(load.messages),
             },
           }),
         );
