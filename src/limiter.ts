@@ -23,6 +23,7 @@ import {
 } from './errors.js';
 import { resetEpochKey, scopeKey, tenantTag } from './key.js';
 import type { DecisionEvent, DecisionOutcome, Metrics } from './metrics/types.js';
+import { observe, observerFailed } from './observer.js';
 import {
   EPOCH_POLL_MS,
   EPOCH_TTL_MS,
@@ -419,51 +420,52 @@ class Observer {
   ): void {
     const latencyMs =
       cached || outcome === 'overload' ? 0 : Math.max(0, performance.now() - meta.startedAt);
-    for (let i = 0; i < meta.targets.length; i++) {
-      const { policy, parts } = meta.targets[i] as Target;
+    const { targets, operation, requestId } = meta;
+    for (let i = 0; i < targets.length; i++) {
+      const { policy, parts } = targets[i] as Target;
       const decision = decisions?.[i];
+      // One shape for every event (absent fields undefined): cheap to build and to read.
       this.deliver({
         outcome,
         policy: policy.name,
+        route: parts.route,
         latencyMs,
         cached,
-        operation: meta.operation,
-        ...(parts.route === undefined ? {} : { route: parts.route }),
-        ...(meta.requestId === undefined ? {} : { requestId: meta.requestId }),
-        ...(this.withTenant ? { tenant: parts.tenant } : {}),
-        ...(decision === undefined ? {} : { decision }),
-        ...(error === undefined ? {} : { error }),
+        operation,
+        requestId,
+        tenant: this.withTenant ? parts.tenant : undefined,
+        // A copy: what an observer does to it never reaches the caller's decision.
+        decision: decision === undefined ? undefined : Object.freeze({ ...decision }),
+        error,
       });
     }
   }
 
   /** A call refused for bad input: one event, naming the policy when it was one. */
-  invalid(operation: 'take' | 'takeAll', policy: unknown, error: Error): void {
+  invalid(
+    operation: 'take' | 'takeAll',
+    policy: unknown,
+    requestId: string | undefined,
+    error: Error,
+  ): void {
     this.deliver({
       outcome: 'invalid',
       policy: isPolicy(policy) ? policy.name : '',
+      route: undefined,
       latencyMs: 0,
       cached: false,
       operation,
+      requestId,
+      tenant: undefined,
+      decision: undefined,
       error,
     });
   }
 
   deliver(event: DecisionEvent): void {
-    if (this.metrics !== undefined) {
-      try {
-        this.metrics.decision(event);
-      } catch (error) {
-        observerFailed('metrics.decision', error);
-      }
-    }
-    if (this.onDecision !== undefined) {
-      try {
-        this.onDecision(event);
-      } catch (error) {
-        observerFailed('onDecision', error);
-      }
-    }
+    const { metrics, onDecision } = this;
+    if (metrics !== undefined) observe('metrics.decision', () => metrics.decision(event));
+    if (onDecision !== undefined) observe('onDecision', () => onDecision(event));
   }
 }
 
@@ -486,20 +488,11 @@ function checkServer(
           process.emitWarning(warning.message, { code: warning.code });
           continue;
         }
-        try {
-          onWarning(warning);
-        } catch (error) {
-          observerFailed('onWarning', error);
-        }
+        observe('onWarning', () => onWarning(warning));
       }
     },
     () => {},
   );
-}
-
-/** An observer's error: reported, never allowed to change a decision. */
-function observerFailed(what: string, error: unknown): void {
-  process.emitWarning(`sluice ${what} threw: ${String(error)}`, { code: 'SLUICE_OBSERVER_ERROR' });
 }
 
 /** The limiter's state, shared with its calls. */
@@ -917,13 +910,9 @@ export class RateLimiter {
       requestId = readRequestId(options, 'options');
     } catch (error) {
       engine.stats.invalid++;
-      engine.observer?.invalid('takeAll', undefined, error as Error);
+      engine.observer?.invalid('takeAll', undefined, requestId, error as Error);
       return Promise.reject(error);
     }
-    const meta: CallMeta | undefined =
-      engine.observer === undefined
-        ? undefined
-        : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
     let cached: Decision[] | undefined;
     let retryAfterMs = 0;
     for (let j = 0; j < targets.length; j++) {
@@ -948,9 +937,18 @@ export class RateLimiter {
     if (cached !== undefined) {
       engine.stats.limited++;
       engine.stats.cachedDenials++;
-      if (meta !== undefined) engine.observer?.report(meta, 'limited', true, cached);
+      engine.observer?.report(
+        { targets, operation: 'takeAll', requestId, startedAt: 0 },
+        'limited',
+        true,
+        cached,
+      );
       return Promise.resolve({ allowed: false, decisions: cached, retryAfterMs, cached: true });
     }
+    const meta: CallMeta | undefined =
+      engine.observer === undefined
+        ? undefined
+        : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
     return this.#send((resolve, reject) => new GroupCall(engine, targets, resolve, reject), meta);
   }
 
@@ -1003,24 +1001,30 @@ export class RateLimiter {
       requestId = readRequestId(options, 'options');
     } catch (error) {
       engine.stats.invalid++;
-      if (op === 't') engine.observer?.invalid('take', policy, error as Error);
+      if (op === 't') engine.observer?.invalid('take', policy, requestId, error as Error);
       return Promise.reject(error);
     }
-    // Peeks decide nothing: only takes are reported.
-    const meta: CallMeta | undefined =
-      engine.observer === undefined || op === 'p'
-        ? undefined
-        : { targets: [target], operation: 'take', requestId, startedAt: performance.now() };
     const held = engine.held(target.localKey, policy, target.cost);
     if (held !== undefined) {
       if (op === 'p') engine.stats.peeks++;
       else {
         engine.stats.limited++;
         engine.stats.cachedDenials++;
-        if (meta !== undefined) engine.observer?.report(meta, 'limited', true, [held]);
+        // Answered here: no round trip to time.
+        engine.observer?.report(
+          { targets: [target], operation: 'take', requestId, startedAt: 0 },
+          'limited',
+          true,
+          [held],
+        );
       }
       return Promise.resolve(held);
     }
+    // Peeks decide nothing: only takes are reported.
+    const meta: CallMeta | undefined =
+      engine.observer === undefined || op === 'p'
+        ? undefined
+        : { targets: [target], operation: 'take', requestId, startedAt: performance.now() };
     return this.#send(
       (resolve, reject) =>
         new Call(

@@ -30,9 +30,10 @@ const EXIT_STATUS = `
 Exit status:
   0  ok
   1  a check failed (demo, check-config) or the input is invalid (a policy file, a route or
-     policy the file does not have, a reset not confirmed)
-  2  a usage error (unknown command or option, missing argument) or a setup error (Redis
-     unreachable or failing, a file that cannot be read)`;
+     policy the file does not have, a reset answered other than yes)
+  2  a usage error (unknown command or option, missing argument, reset without a terminal
+     and without --yes) or a setup error (Redis unreachable or failing, a file that cannot
+     be read)`;
 
 const REDIS_HELP = `
 Redis: --url, else REDIS_URL, else ${DEFAULT_URL}. Keys are those of
@@ -319,6 +320,14 @@ function bench(args: string[]): number {
     stdio: 'inherit',
   });
   return run.status ?? 1;
+}
+
+// A reader that stops early (`sluice --help | head -1`) closes the pipe: not an error of ours.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit(process.exitCode ?? 0);
+  });
 }
 
 process.exitCode = await main(process.argv.slice(2));

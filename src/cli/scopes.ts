@@ -139,7 +139,14 @@ function limiterFor(client: Client, namespace: string): RateLimiter {
   if (!NAMESPACE.test(namespace)) {
     throw usage(`--namespace must be 1–64 characters of [A-Za-z0-9._:-], not "${namespace}"`);
   }
-  return new RateLimiter({ client, namespace, denialCache: false, timeoutMs: 5000 });
+  return new RateLimiter({
+    client,
+    namespace,
+    denialCache: false,
+    timeoutMs: 5000,
+    // One line, as the command's own output; a replica still answers inspect.
+    onWarning: (warning) => console.error(`warning: ${warning.message}`),
+  });
 }
 
 /** PTTL of each key: ms, `-1` (no TTL), `-2` (no key). */

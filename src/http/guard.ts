@@ -8,6 +8,7 @@ import { MAX_WINDOW_MS } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import type { RateLimiter } from '../limiter.js';
 import type { Metrics } from '../metrics/types.js';
+import { observe, observerFailed } from '../observer.js';
 import type { Decision, Scope, TakeAllItem } from '../types.js';
 import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../validate.js';
 import {
@@ -383,10 +384,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   /** In shadow mode: let the request through, marked with the would-be decision. */
   const passInShadow = (wouldBe: 'allowed' | 'limited' | 'unavailable'): GuardVerdict =>
     shadowHeader === undefined ? PASS : { pass: true, headers: { [shadowHeader]: wouldBe } };
-  const warn = (what: string, error: unknown) =>
-    process.emitWarning(`sluice ${what} failed: ${String(error)}`, {
-      code: 'SLUICE_OBSERVER_ERROR',
-    });
+  const warn = observerFailed;
   const metrics = options.metrics;
   if (metrics !== undefined && typeof metrics?.request !== 'function') {
     throw new InvalidInputError('metrics', 'a Metrics (with request)', metrics);
@@ -395,19 +393,11 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   const record = (event: HttpOutcomeEvent) => {
     counts[event.outcome]++;
     if (metrics !== undefined) {
-      try {
-        metrics.request({ outcome: event.outcome, route: event.route, shadow: shadow });
-      } catch (error) {
-        warn('metrics.request', error);
-      }
+      const request = { outcome: event.outcome, route: event.route, shadow };
+      observe('metrics.request', () => metrics.request(request));
     }
-    if (onOutcome === undefined) return;
-    try {
-      onOutcome(event);
-    } catch (error) {
-      // A broken observer must not change the answer (the quota is already spent).
-      warn('onOutcome', error);
-    }
+    // A broken observer must not change the answer (the quota is already spent).
+    if (onOutcome !== undefined) observe('onOutcome', () => onOutcome(event));
   };
   /** Applies a hook's change to a refusal; the status and `keep` headers stay the guard's. */
   const shape = <C extends { response: HttpResponseSpec }>(
@@ -490,7 +480,9 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
       if (user === undefined) return unidentified(req, route, names);
     }
     const cost = typeof costOf === 'function' ? costOf(req) : costOf;
-    const requestId = requestIdOf?.(req);
+    // An id the client may have written (a request header): one that does not fit is left
+    // out of the events, never a reason to fail the request.
+    const requestId = fittingRequestId(requestIdOf?.(req));
     let decisions: readonly Decision[];
     let cached = false;
     try {
@@ -687,4 +679,10 @@ function invalidChange(change: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/** A request id the limiter takes (1–256 characters, cut to 256), else undefined. */
+function fittingRequestId(id: unknown): string | undefined {
+  if (typeof id !== 'string' || id.length === 0) return undefined;
+  return id.length > 256 ? id.slice(0, 256) : id;
 }

@@ -47,7 +47,11 @@ const schema = z.strictObject({
     .optional(),
   url: z
     .string('a redis:// or rediss:// URL')
-    .refine((url) => /^rediss?:\/\//.test(url) && URL.canParse(url), 'a redis:// or rediss:// URL')
+    .refine(
+      (url) =>
+        /^rediss?:\/\//.test(url) && URL.canParse(url) && /^\/?\d*$/.test(new URL(url).pathname),
+      'a redis:// or rediss:// URL, with at most a database number as its path (/0)',
+    )
     .optional(),
   connectTimeoutMs: ms(1).optional(),
   reconnect: z.boolean('true or false').optional(),

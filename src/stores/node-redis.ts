@@ -14,6 +14,7 @@ import {
   UnavailableError,
 } from '../errors.js';
 import type { Metrics, RedisEvent } from '../metrics/types.js';
+import { observe } from '../observer.js';
 import { checkClientOptions } from './client-options.js';
 import { type ClientErrors, CommandStore } from './command-store.js';
 import { errorFromReply } from './redis-errors.js';
@@ -203,14 +204,7 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   };
   const metrics = options.metrics;
   function count(event: RedisEvent): void {
-    if (metrics === undefined) return;
-    try {
-      metrics.redisEvent(event);
-    } catch (error) {
-      process.emitWarning(`sluice metrics.redisEvent threw: ${String(error)}`, {
-        code: 'SLUICE_OBSERVER_ERROR',
-      });
-    }
+    if (metrics !== undefined) observe('metrics.redisEvent', () => metrics.redisEvent(event));
   }
   const commandTimeoutMs = options.commandTimeoutMs ?? 5000;
   const stallTimeoutMs = options.stallTimeoutMs ?? 2000;

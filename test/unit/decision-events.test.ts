@@ -67,7 +67,7 @@ describe('decision events', () => {
     assert.ok((events[0]?.latencyMs ?? -1) >= 0);
     assert.equal(events[1]?.latencyMs, 0, 'answered by the cache: no round trip');
     assert.equal(events[0]?.decision?.remaining, 0);
-    assert.ok(events.every((e) => !('tenant' in e)));
+    assert.ok(events.every((e) => e.tenant === undefined));
     assert.deepEqual(metrics.decisions, events, 'the sink gets the same events');
   });
 
@@ -198,6 +198,45 @@ describe('decision events', () => {
       assert.equal((await limiter.take(scope, orders)).allowed, false);
       await new Promise((resolve) => setImmediate(resolve));
       assert.ok(warnings.some((m) => m.includes('broken logger')));
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('an observer cannot change a decision: events carry a frozen copy', async () => {
+    const limiter = new RateLimiter({
+      store: new MemoryStore(),
+      denialCache: false,
+      onDecision: (event) => {
+        try {
+          (event.decision as { allowed: boolean }).allowed = true;
+        } catch {
+          // frozen: strict mode throws
+        }
+      },
+    });
+    assert.equal((await limiter.take(scope, orders)).allowed, true);
+    const second = await limiter.take(scope, orders);
+    assert.equal(second.allowed, false, 'the caller sees what Redis decided');
+  });
+
+  it('an async observer that rejects neither crashes the process nor floods it with warnings', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      const limiter = new RateLimiter({
+        store: new MemoryStore(),
+        onDecision: async () => {
+          throw new Error('log sink down');
+        },
+      });
+      for (let i = 0; i < 50; i++) await limiter.take({ tenant: `t${i}` }, orders);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const mine = warnings.filter((m) => m.includes('log sink down'));
+      // One warning per observer per 10 s (none here if an earlier test of this file just
+      // warned about onDecision), never one per decision.
+      assert.ok(mine.length <= 1, `${mine.length} warnings for 50 failures`);
     } finally {
       process.off('warning', onWarning);
     }
