@@ -60,8 +60,9 @@ export interface RateLimiterOptions {
    * `createCluster()` or `createSentinel()`; or an ioredis `Redis` or `Cluster`. Recognised
    * here (see `stores/select.ts`); anything else is an `InvalidInputError`. Create it
    * without an offline queue (`disableOfflineQueue: true`; ioredis:
-   * `enableOfflineQueue: false` and `autoResendUnfulfilledCommands: false`) so that calls fail
-   * at once while Redis is unreachable and a call that may have run is never sent again.
+   * `enableOfflineQueue: false` and `autoResendUnfulfilledCommands: false`; a node-redis
+   * sentinel: also `maxCommandRediscovers: 0`) so that calls fail at once while Redis is
+   * unreachable and a call that may have run is never sent again.
    */
   readonly client?:
     | NodeRedisClientLike
