@@ -120,7 +120,7 @@ export function clockedBatch(): LuaScript {
     'local out = {}',
   ].join('\n');
   let source = replaceOnce(built.source, '\nlocal out = {}\n', `\n${vdel}\n`);
-  source = replaceOnce(source, "redis.call('DEL', KEYS[first])", 'vdel(KEYS[first])');
+  source = replaceOnce(source, "pcall(redis.call, 'DEL', KEYS[first])", 'pcall(vdel, KEYS[first])');
   return scriptFromSource(built.name, source, built.keyCount);
 }
 
