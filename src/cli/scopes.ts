@@ -13,7 +13,7 @@ import {
   routeLimits,
 } from '../config/policies.js';
 import { InvalidInputError } from '../errors.js';
-import type { LimitScope } from '../http/limits.js';
+import { type LimitScope, scopeOf } from '../http/limits.js';
 import { RateLimiter } from '../limiter.js';
 import type { Decision, Scope } from '../types.js';
 import {
@@ -60,20 +60,6 @@ interface Target {
   readonly per: LimitScope;
   readonly scope: Scope;
   readonly key: string;
-}
-
-/** What the scope of `per` is for this tenant, route and user (as the guard builds it). */
-function scopeOf(per: LimitScope, tenant: string, route: string, user: string | undefined): Scope {
-  switch (per) {
-    case 'tenant':
-      return { tenant };
-    case 'user':
-      return { tenant, user: user as string };
-    case 'route-user':
-      return { tenant, route, user: user as string };
-    default:
-      return { tenant, route };
-  }
 }
 
 /** Words for a scope: `per route`, `per tenant (every route that lists it)`. */

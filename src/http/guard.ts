@@ -9,7 +9,7 @@ import { InvalidInputError, isSluiceError } from '../errors.js';
 import type { RateLimiter } from '../limiter.js';
 import type { Metrics } from '../metrics/types.js';
 import { observe, observerFailed } from '../observer.js';
-import type { Decision, Scope, TakeAllItem } from '../types.js';
+import type { Decision, TakeAllItem } from '../types.js';
 import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../validate.js';
 import {
   type FailureMode,
@@ -28,6 +28,7 @@ import {
   needsUser,
   type ResolvedLimit,
   resolveLimits,
+  scopeOf,
 } from './limits.js';
 import { LocalWindow } from './local-window.js';
 
@@ -490,14 +491,14 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
         const only = limits[0] as ResolvedLimit;
         decisions = [
           await limiter.take(
-            scopeOf(only, tenant, route, user),
+            scopeOf(only.per, tenant, route, user),
             only.policy,
             requestId === undefined ? { cost } : { cost, requestId },
           ),
         ];
       } else {
         const items: TakeAllItem[] = limits.map((limit) => ({
-          scope: scopeOf(limit, tenant, route, user),
+          scope: scopeOf(limit.per, tenant, route, user),
           policy: limit.policy,
           cost,
         }));
@@ -604,25 +605,6 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   }
 
   return Object.assign(guard, { counts });
-}
-
-/** The scope a limit counts on (see `LimitScope`). */
-function scopeOf(
-  limit: ResolvedLimit,
-  tenant: string,
-  route: string,
-  user: string | undefined,
-): Scope {
-  switch (limit.per) {
-    case 'tenant':
-      return { tenant };
-    case 'user':
-      return { tenant, user: user as string };
-    case 'route-user':
-      return { tenant, route, user: user as string };
-    default:
-      return { tenant, route };
-  }
 }
 
 /**

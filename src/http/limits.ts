@@ -7,6 +7,7 @@
 import { isPolicy, type Policy } from '../algorithms/policy.js';
 import { InvalidInputError } from '../errors.js';
 import { MAX_TAKE_ALL_ITEMS } from '../limiter.js';
+import type { Scope } from '../types.js';
 import { readProperty, rejectUnknownKeys } from '../validate.js';
 
 /**
@@ -130,6 +131,28 @@ export function limitNames(
     );
   }
   return names;
+}
+
+/**
+ * The scope a limit counts on for this tenant, route and user (see {@link LimitScope});
+ * `user` must be given for `"user"` and `"route-user"`.
+ */
+export function scopeOf(
+  per: LimitScope,
+  tenant: string,
+  route: string,
+  user: string | undefined,
+): Scope {
+  switch (per) {
+    case 'tenant':
+      return { tenant };
+    case 'user':
+      return { tenant, user: user as string };
+    case 'route-user':
+      return { tenant, route, user: user as string };
+    default:
+      return { tenant, route };
+  }
 }
 
 /** True when a limit needs the request's user. */
