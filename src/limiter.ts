@@ -483,13 +483,20 @@ function checkServer(
     () => store.serverFacts?.(),
     () => new UnavailableError('serverFacts returned no promise'),
   ).then(
-    (facts) => {
-      for (const warning of warningsFor(facts as ServerFacts)) {
-        if (onWarning === undefined) {
-          process.emitWarning(warning.message, { code: warning.code });
-          continue;
+    (found) => {
+      // One warning per kind, for a cluster naming the first node it concerns.
+      const seen = new Set<string>();
+      const all = Array.isArray(found) ? (found as ServerFacts[]) : [found as ServerFacts];
+      for (const facts of all) {
+        for (const warning of warningsFor(facts, store.cluster === true)) {
+          if (seen.has(warning.code)) continue;
+          seen.add(warning.code);
+          if (onWarning === undefined) {
+            process.emitWarning(warning.message, { code: warning.code });
+            continue;
+          }
+          observe('onWarning', () => onWarning(warning));
         }
-        observe('onWarning', () => onWarning(warning));
       }
     },
     () => {},
@@ -911,7 +918,7 @@ export class RateLimiter {
       requestId = readRequestId(options, 'options');
     } catch (error) {
       engine.stats.invalid++;
-      engine.observer?.invalid('takeAll', undefined, requestId, error as Error);
+      engine.observer?.invalid('takeAll', undefined, requestIdIfValid(options), error as Error);
       return Promise.reject(error);
     }
     let cached: Decision[] | undefined;
@@ -1002,7 +1009,9 @@ export class RateLimiter {
       requestId = readRequestId(options, 'options');
     } catch (error) {
       engine.stats.invalid++;
-      if (op === 't') engine.observer?.invalid('take', policy, requestId, error as Error);
+      if (op === 't') {
+        engine.observer?.invalid('take', policy, requestIdIfValid(options), error as Error);
+      }
       return Promise.reject(error);
     }
     const held = engine.held(target.localKey, policy, target.cost);
@@ -1173,6 +1182,15 @@ function readRequestId(options: TakeOptions | TakeAllOptions | undefined, field:
     throw new InvalidInputError(`${field}.requestId`, 'a string of 1 to 256 characters', id);
   }
   return id;
+}
+
+/** The `requestId` of options that were refused for another field, when it is valid. */
+function requestIdIfValid(options: TakeOptions | TakeAllOptions | undefined): string | undefined {
+  try {
+    return readRequestId(options, 'options');
+  } catch {
+    return undefined;
+  }
 }
 
 /** The `metrics` option: absent, or an object with the four methods of `Metrics`. */

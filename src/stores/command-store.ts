@@ -79,8 +79,11 @@ export abstract class CommandStore implements ScriptStore {
     });
   }
 
+  /** True for a cluster client's store (set by the cluster stores). */
+  readonly cluster: boolean = false;
+
   /** The server's version, role and eviction policy, from one `INFO` (a primary's). */
-  serverFacts(): Promise<ServerFacts> {
+  serverFacts(): Promise<ServerFacts | readonly ServerFacts[]> {
     return this.send(['INFO'], undefined).then((reply) => factsFromInfo(String(reply)));
   }
 

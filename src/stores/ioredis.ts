@@ -25,6 +25,7 @@ import { InvalidInputError, UnavailableError } from '../errors.js';
 import { redirected, spansSlots } from './cluster-slots.js';
 import { type ClientErrors, CommandStore } from './command-store.js';
 import { errorFromReply } from './redis-errors.js';
+import { factsFromInfo, type ServerFacts } from './server-checks.js';
 import { RerouteError } from './store.js';
 
 /** The options of an ioredis client that sluice reads. */
@@ -46,7 +47,11 @@ export interface IoRedisLike {
 /** The part of an ioredis `Cluster` (`new Redis.Cluster(nodes, { enableOfflineQueue: false })`). */
 export interface IoRedisClusterLike extends IoRedisLike {
   /** `redisOptions.enableOfflineQueue` must not be `true` either. */
-  readonly options: IoRedisOptionsLike & { readonly redisOptions?: object | undefined };
+  readonly options: IoRedisOptionsLike & {
+    readonly redisOptions?: object | undefined;
+    /** Must be `0`: a command refused with "Connection is closed" is never sent again. */
+    readonly retryDelayOnFailover?: number;
+  };
   /** Per slot, the keys (`host:port`) of the nodes serving it, the primary first. */
   readonly slots: ArrayLike<readonly string[] | undefined>;
   /** The client of each node of a role. */
@@ -116,9 +121,31 @@ export function checkIoRedisClient(client: unknown, field: string): void {
       client,
     );
   }
+  const nodeOptions = isCluster ? read(options, 'redisOptions') : options;
+  // Without it, a command whose connection is lost is neither resent nor rejected: its
+  // promise never settles, and its in-flight slot is held for good (measured: 3 restarts
+  // of Redis under load filled maxInFlight, every later call an OverloadError).
+  if (read(nodeOptions, 'maxRetriesPerRequest') !== 0) {
+    throw new InvalidInputError(
+      field,
+      isCluster
+        ? 'an ioredis Cluster created with redisOptions: { maxRetriesPerRequest: 0 }, so that a command whose connection is lost fails at once'
+        : 'an ioredis Redis created with maxRetriesPerRequest: 0, so that a command whose connection is lost fails at once',
+      client,
+    );
+  }
+  // A Cluster resends a command refused with "Connection is closed" after
+  // retryDelayOnFailover: one that may have run would run twice (measured: one take
+  // counted twice, 4 of 4 runs).
+  if (isCluster && read(options, 'retryDelayOnFailover') !== 0) {
+    throw new InvalidInputError(
+      field,
+      'an ioredis Cluster created with retryDelayOnFailover: 0, so that a call whose connection was lost (it may have run) is never sent again',
+      client,
+    );
+  }
   // ioredis resends, after a reconnect, the commands whose answer the lost connection
   // never brought: a script that may have run would run twice. Never replay such a call.
-  const nodeOptions = isCluster ? read(options, 'redisOptions') : options;
   if (read(nodeOptions, 'autoResendUnfulfilledCommands') !== false) {
     throw new InvalidInputError(
       field,
@@ -168,6 +195,31 @@ export class IoRedisClusterStore extends IoRedisStore {
     super(cluster);
     this.#cluster = cluster;
     this.#prefix = keyPrefixOf(cluster);
+  }
+
+  override readonly cluster = true;
+
+  /** The facts of every primary the client knows (the start-up checks read them all). */
+  override serverFacts(): Promise<ServerFacts[]> {
+    let nodes: readonly IoRedisLike[];
+    try {
+      nodes = this.#cluster.nodes('master');
+    } catch {
+      nodes = [];
+    }
+    const reads = nodes.map((node) =>
+      callSafely(
+        () => node.call('INFO', []),
+        () => new UnavailableError('call returned no promise'),
+      ).then(
+        (reply) => ({
+          ...factsFromInfo(String(reply)),
+          node: `${read(node.options, 'host')}:${read(node.options, 'port')}`,
+        }),
+        () => undefined,
+      ),
+    );
+    return Promise.all(reads).then((all) => all.filter((f) => f !== undefined) as ServerFacts[]);
   }
 
   /** The node serving `key`'s slot (`host:port`, its primary), per the client's slot map. */

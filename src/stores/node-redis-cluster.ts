@@ -19,10 +19,16 @@ import type { LuaScript } from '../algorithms/script.js';
 import { redirected, spansSlots } from './cluster-slots.js';
 import { CommandStore } from './command-store.js';
 import { NODE_REDIS_ERRORS } from './node-redis.js';
+import { factsFromInfo, type ServerFacts } from './server-checks.js';
 import { RerouteError } from './store.js';
 
 /** The part of a node-redis `createCluster()` client that sluice uses. */
 export interface NodeRedisClusterLike {
+  /** The primaries, each with its address and (once connected) its client. */
+  readonly masters?: ArrayLike<{
+    readonly address?: string;
+    readonly client?: { sendCommand(args: string[]): Promise<unknown> } | unknown;
+  }>;
   sendCommand(
     firstKey: string | undefined,
     isReadonly: boolean | undefined,
@@ -47,6 +53,27 @@ export class NodeRedisClusterStore extends CommandStore {
       'sendCommand returned no promise: use a node-redis v6 cluster (createCluster())',
     );
     this.#cluster = cluster;
+  }
+
+  override readonly cluster = true;
+
+  /** The facts of every primary the client knows (the start-up checks read them all). */
+  override serverFacts(): Promise<ServerFacts[]> {
+    let masters: NodeRedisClusterLike['masters'];
+    try {
+      masters = this.#cluster.masters;
+    } catch {
+      masters = undefined;
+    }
+    const reads = Array.from(masters ?? [], (master) => {
+      const client = master.client as { sendCommand?: (args: string[]) => Promise<unknown> };
+      if (typeof client?.sendCommand !== 'function') return Promise.resolve(undefined);
+      return client.sendCommand(['INFO']).then(
+        (reply) => ({ ...factsFromInfo(String(reply)), node: master.address }),
+        () => undefined,
+      );
+    });
+    return Promise.all(reads).then((all) => all.filter((f) => f !== undefined) as ServerFacts[]);
   }
 
   /** The node serving `key`'s slot (`host:port`), per the client's slot map. */

@@ -245,8 +245,23 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   client.on('ready', () => {
     connected = true;
   });
+  // The connect timeout covers the TCP (and TLS) connection only: a server that accepts it
+  // and never answers the handshake (a stopped process, a black hole behind a proxy) would
+  // leave this promise pending for ever. Bound the whole start.
+  const startTimeoutMs = (options.connectTimeoutMs ?? 1000) + (stallTimeoutMs || 2000);
+  let startTimer: NodeJS.Timeout | undefined;
   try {
-    await client.connect();
+    await Promise.race([
+      client.connect(),
+      new Promise((_, reject) => {
+        startTimer = setTimeout(
+          () =>
+            reject(new Error(`no answer to the connection handshake within ${startTimeoutMs} ms`)),
+          startTimeoutMs,
+        );
+        startTimer.unref();
+      }),
+    ]);
   } catch (error) {
     if (client.isOpen) client.destroy();
     const refused = setupError(error);
@@ -260,6 +275,8 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
       );
     }
     throw toSluiceError(error);
+  } finally {
+    clearTimeout(startTimer);
   }
   if (stallTimeoutMs > 0) {
     const watchdog = watchForStalls(client, {

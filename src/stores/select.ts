@@ -93,12 +93,44 @@ export function storeFor(client: unknown): ScriptStore {
       checkIoRedisClient(client, 'options.client');
       return new IoRedisStore(client as IoRedisLike);
     case 'node-redis-cluster':
+      checkNoOfflineQueue(readOption(readOption(client, '_options'), 'defaults'), 'cluster');
       return new NodeRedisClusterStore(client as NodeRedisClusterLike);
     case 'node-redis-sentinel':
       return new NodeRedisSentinelStore(client as NodeRedisSentinelLike);
     case 'node-redis':
+      checkNoOfflineQueue(readOption(client, 'options'), 'client');
       return new NodeRedisStore(client as NodeRedisClientLike);
     default:
       throw new InvalidInputError('options.client', ACCEPTED_CLIENTS, client);
   }
+}
+
+/** `object[key]`, or undefined when it cannot be read. */
+function readOption(object: unknown, key: string): unknown {
+  if ((typeof object !== 'object' && typeof object !== 'function') || object === null) {
+    return undefined;
+  }
+  try {
+    return (object as Record<string, unknown>)[key];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A node-redis client whose options are known must have its offline queue off: while Redis
+ * is unreachable its commands would wait and run later — after their callers got a
+ * `TimeoutError` — instead of failing at once (S12). Options that cannot be read (a
+ * hand-made client with only `sendCommand`) are not judged.
+ */
+function checkNoOfflineQueue(options: unknown, kind: 'client' | 'cluster'): void {
+  if (options === undefined || options === null) return;
+  if (readOption(options, 'disableOfflineQueue') === true) return;
+  throw new InvalidInputError(
+    'options.client',
+    kind === 'cluster'
+      ? 'a node-redis cluster created with defaults: { disableOfflineQueue: true }, so that commands fail at once while Redis is unreachable instead of queueing'
+      : 'a node-redis client created with disableOfflineQueue: true (or createRedisClient()), so that commands fail at once while Redis is unreachable instead of queueing',
+    options,
+  );
 }

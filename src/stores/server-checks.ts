@@ -22,13 +22,18 @@ export interface ServerFacts {
   readonly role: string;
   /** `maxmemory_policy`, e.g. `"noeviction"`. */
   readonly maxmemoryPolicy: string;
+  /** `cluster_enabled`: the server is a Redis Cluster node. */
+  readonly clusterEnabled?: boolean;
+  /** Which node, for a cluster (`host:port`). */
+  readonly node?: string;
 }
 
 /** Stable codes of the start-up warnings. */
 export type StartupWarningCode =
   | 'SLUICE_EVICTION_POLICY'
   | 'SLUICE_REPLICA'
-  | 'SLUICE_REDIS_VERSION';
+  | 'SLUICE_REDIS_VERSION'
+  | 'SLUICE_CLUSTER_NODE';
 
 /** One thing a start-up check found wrong; reported once per limiter. */
 export interface StartupWarning {
@@ -55,6 +60,7 @@ export function factsFromInfo(text: string): ServerFacts {
     version: fields.get('redis_version') ?? 'unknown',
     role: fields.get('role') ?? 'unknown',
     maxmemoryPolicy: fields.get('maxmemory_policy') ?? 'unknown',
+    clusterEnabled: fields.get('cluster_enabled') === '1',
   };
 }
 
@@ -69,14 +75,29 @@ export function olderThan(version: string, minimum: string): boolean {
   return false;
 }
 
-/** The warnings the facts call for (none for a primary ≥ 7.0 with `noeviction`). */
-export function warningsFor(facts: ServerFacts): StartupWarning[] {
+/**
+ * The warnings the facts call for (none for a primary ≥ 7.0 with `noeviction`).
+ * `clusterClient` says whether the limiter's client is a cluster client: a single-node
+ * client on a cluster node decides only the slots that node serves (`MOVED` for the rest).
+ */
+export function warningsFor(facts: ServerFacts, clusterClient = false): StartupWarning[] {
   const warnings: StartupWarning[] = [];
+  const where = facts.node === undefined ? 'Redis' : `Redis node ${facts.node}`;
+  if (facts.clusterEnabled === true && !clusterClient) {
+    warnings.push({
+      code: 'SLUICE_CLUSTER_NODE',
+      message:
+        'connected to a Redis Cluster node through a single-node client: only the slots this ' +
+        'node serves can be decided (the rest fail with MOVED). Use a cluster client ' +
+        '(createCluster, or ioredis Redis.Cluster).',
+      facts,
+    });
+  }
   if (/^(allkeys|volatile)-/.test(facts.maxmemoryPolicy)) {
     warnings.push({
       code: 'SLUICE_EVICTION_POLICY',
       message:
-        `Redis maxmemory-policy is ${facts.maxmemoryPolicy}: under memory pressure it can ` +
+        `${where} maxmemory-policy is ${facts.maxmemoryPolicy}: under memory pressure it can ` +
         'evict quota keys (every sluice key has a TTL), and an evicted key is a fresh quota. ' +
         'Use maxmemory-policy noeviction on the Redis that holds quotas.',
       facts,
@@ -85,16 +106,14 @@ export function warningsFor(facts: ServerFacts): StartupWarning[] {
   if (facts.role === 'slave') {
     warnings.push({
       code: 'SLUICE_REPLICA',
-      message:
-        'connected to a Redis replica: it refuses every decision (READONLY). Connect to the ' +
-        'primary (or through Sentinel / Cluster).',
+      message: `${where} is a replica: it refuses every decision (READONLY). Connect to the primary (or through Sentinel / Cluster).`,
       facts,
     });
   }
   if (facts.version !== 'unknown' && olderThan(facts.version, MIN_REDIS_VERSION)) {
     warnings.push({
       code: 'SLUICE_REDIS_VERSION',
-      message: `Redis ${facts.version} is older than ${MIN_REDIS_VERSION}, the oldest sluice is tested against.`,
+      message: `${where} ${facts.version} is older than ${MIN_REDIS_VERSION}, the oldest sluice is tested against.`,
       facts,
     });
   }

@@ -23,7 +23,9 @@ export interface ScriptStore {
    * The server's version, role and eviction policy, for the limiter's start-up checks
    * (see `server-checks.ts`); stores without a server (`MemoryStore`) leave it out.
    */
-  serverFacts?(): Promise<ServerFacts>;
+  serverFacts?(): Promise<ServerFacts | readonly ServerFacts[]>;
+  /** True for a store of a cluster client (the start-up checks then read every primary). */
+  readonly cluster?: boolean;
   /**
    * For a store of several nodes (Redis Cluster): the node that serves `key`, so that the
    * coalescer sends one batch per node. Absent: one batch for everything (one server).

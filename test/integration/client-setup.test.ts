@@ -7,7 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -176,6 +178,21 @@ describe('createRedisClient: TLS', () => {
   it('an untrusted certificate and rediss:// to a plain server are RedisConfigErrors (tls)', async () => {
     assertRefused(await attempt({ url: tlsUrl }), 'tls');
     assertRefused(await attempt({ url: plain.url.replace('redis://', 'rediss://') }), 'tls');
+  });
+
+  it('a server that accepts the connection and never answers is UnavailableError, not a hang', async () => {
+    const hole = createServer(() => {}).listen(0, '127.0.0.1');
+    await once(hole, 'listening');
+    try {
+      const url = `redis://127.0.0.1:${(hole.address() as AddressInfo).port}`;
+      const started = Date.now();
+      const error = await attempt({ url, connectTimeoutMs: 100, stallTimeoutMs: 200 });
+      assert.ok(error instanceof UnavailableError, String(error));
+      assert.match((error as Error).message, /handshake/);
+      assert.ok(Date.now() - started < 5000, 'bounded by connectTimeoutMs + stallTimeoutMs');
+    } finally {
+      hole.close();
+    }
   });
 
   it('an unreachable server stays UnavailableError', async () => {

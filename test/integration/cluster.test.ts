@@ -15,6 +15,7 @@ import { createClient, createCluster } from 'redis';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import type { Policy } from '../../src/algorithms/policy.js';
 import { RateLimiter, type RateLimiterOptions } from '../../src/limiter.js';
+import { createRedisClient } from '../../src/stores/node-redis.js';
 import type { Decision } from '../../src/types.js';
 import { keyFor, randomTenant } from '../helpers/redis.js';
 import { type Load, type RedisCluster, startLoad, useRedisCluster } from '../helpers/topology.js';
@@ -49,6 +50,7 @@ const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
       }),
       {
         enableOfflineQueue: false,
+        retryDelayOnFailover: 0,
         redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
         lazyConnect: true,
       },
@@ -164,6 +166,33 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       });
       assert.equal(decisions.filter((d) => d.allowed).length, 900);
       for (const tenant of tenants) assert.equal(admitted.get(tenant), 3, tenant);
+    });
+
+    it('start-up checks read every primary: an evicting policy on one of them is reported', async () => {
+      const cluster = fixture.value;
+      const primaries = (await cluster.shards()).map((shard) => shard.primary);
+      const last = primaries[primaries.length - 1] as number;
+      await onNode(last, (c) =>
+        c.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru']),
+      );
+      try {
+        const warnings: { code: string; node?: string }[] = [];
+        new RateLimiter({
+          client: await connect(),
+          onWarning: (warning) => warnings.push({ code: warning.code, node: warning.facts.node }),
+        });
+        await until('the eviction warning', () => warnings.length > 0, 5000);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        assert.deepEqual(
+          warnings.map((w) => w.code),
+          ['SLUICE_EVICTION_POLICY'],
+        );
+        assert.match(warnings[0]?.node ?? '', new RegExp(`:${last}$`));
+      } finally {
+        await onNode(last, (c) =>
+          c.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']),
+        );
+      }
     });
 
     it('a turn’s takes reach each primary as one batch call (not refused with CROSSSLOT)', async () => {
@@ -417,3 +446,18 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
     });
   });
 }
+
+describe('a single-node client on a cluster node', () => {
+  it('is reported at start (SLUICE_CLUSTER_NODE): only that node’s slots could be decided', async () => {
+    const port = (await fixture.value.shards())[0]?.primary as number;
+    const client = await createRedisClient({ url: `redis://127.0.0.1:${port}`, onError: () => {} });
+    try {
+      const warnings: string[] = [];
+      new RateLimiter({ client, onWarning: (warning) => warnings.push(warning.code) });
+      await until('the cluster-node warning', () => warnings.length > 0, 5000);
+      assert.deepEqual(warnings, ['SLUICE_CLUSTER_NODE']);
+    } finally {
+      client.destroy();
+    }
+  });
+});

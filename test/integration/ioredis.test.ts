@@ -70,11 +70,13 @@ describe('ioredis: recognised at construction', () => {
       lazyConnect: true,
       enableOfflineQueue: false,
       autoResendUnfulfilledCommands: false,
+      maxRetriesPerRequest: 0,
     });
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
       lazyConnect: true,
       enableOfflineQueue: false,
-      redisOptions: { autoResendUnfulfilledCommands: false },
+      retryDelayOnFailover: 0,
+      redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
     });
     clients.push(plain, cluster);
     assert.equal(clientKind(plain), 'ioredis');
@@ -114,15 +116,35 @@ describe('ioredis: recognised at construction', () => {
       ],
       [
         // ioredis resends unanswered commands after a reconnect: a script could run twice.
-        new Redis({ lazyConnect: true, enableOfflineQueue: false }),
+        new Redis({ lazyConnect: true, enableOfflineQueue: false, maxRetriesPerRequest: 0 }),
         /autoResendUnfulfilledCommands: false/,
       ],
       [
         new Cluster([{ host: '127.0.0.1', port: 1 }], {
           lazyConnect: true,
           enableOfflineQueue: false,
+          redisOptions: { maxRetriesPerRequest: 0 },
+          retryDelayOnFailover: 0,
         }),
         /redisOptions: \{ autoResendUnfulfilledCommands: false \}/,
+      ],
+      [
+        // A lost connection's commands would never settle: in-flight slots held for good.
+        new Redis({
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          autoResendUnfulfilledCommands: false,
+        }),
+        /maxRetriesPerRequest: 0/,
+      ],
+      [
+        // A Cluster resends a command refused with "Connection is closed".
+        new Cluster([{ host: '127.0.0.1', port: 1 }], {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+        }),
+        /retryDelayOnFailover: 0/,
       ],
     ];
     for (const [client, expected] of cases) {
@@ -385,7 +407,8 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
       isCluster: true,
       options: {
         enableOfflineQueue: false,
-        redisOptions: { autoResendUnfulfilledCommands: false },
+        retryDelayOnFailover: 0,
+        redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
       },
       slots,
       nodes: () => [primary as never],
@@ -409,7 +432,8 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
       options: {
         enableOfflineQueue: false,
         keyPrefix: 'p:',
-        redisOptions: { autoResendUnfulfilledCommands: false },
+        retryDelayOnFailover: 0,
+        redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
       },
     });
     assert.equal(prefixed.groupOf('a'), '127.0.0.1:7002');

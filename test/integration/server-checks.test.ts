@@ -126,7 +126,12 @@ describe('start-up checks', () => {
     const facts = factsFromInfo(
       '# Server\r\nredis_version:6.2.14\r\n# Replication\r\nrole:master\r\n# Memory\r\nmaxmemory_policy:noeviction\r\n',
     );
-    assert.deepEqual(facts, { version: '6.2.14', role: 'master', maxmemoryPolicy: 'noeviction' });
+    assert.deepEqual(facts, {
+      version: '6.2.14',
+      role: 'master',
+      maxmemoryPolicy: 'noeviction',
+      clusterEnabled: false,
+    });
     assert.deepEqual(
       warningsFor(facts).map((w) => w.code),
       ['SLUICE_REDIS_VERSION'],

@@ -120,7 +120,10 @@ describe('decision events', () => {
       timeoutMs: 60_000,
       onDecision: (event) => events.push(event),
     });
-    await assert.rejects(limiter.take({ tenant: '' }, orders), InvalidInputError);
+    await assert.rejects(
+      limiter.take({ tenant: '' }, orders, { requestId: 'r-bad' }),
+      InvalidInputError,
+    );
     await assert.rejects(
       limiter.take(scope, orders, { requestId: 'x'.repeat(257) }),
       InvalidInputError,
@@ -128,6 +131,7 @@ describe('decision events', () => {
     await assert.rejects(limiter.takeAll([]), InvalidInputError);
     void limiter.take(scope, orders).catch(() => {});
     await assert.rejects(limiter.take(scope, hourly), { code: 'SLUICE_OVERLOAD' });
+    assert.equal(events[0]?.requestId, 'r-bad', 'a valid requestId rides on an invalid event');
     assert.deepEqual(
       events.map((e) => [e.outcome, e.policy, e.operation, e.latencyMs]),
       [
