@@ -21,11 +21,10 @@ import { InvalidInputError } from '../errors.js';
 import { readProperty, rejectUnknownKeys } from '../validate.js';
 import {
   DECISION_OUTCOMES,
-  DEFAULT_MAX_LABEL_VALUES,
-  isMaxSeconds,
   latencyBuckets,
   REDIS_EVENTS,
   REQUEST_OUTCOMES,
+  sinkLimits,
   Tally,
   wentToRedis,
 } from './tally.js';
@@ -123,26 +122,7 @@ export function openTelemetryMetrics(options: OpenTelemetryMetricsOptions = {}):
       provider,
     );
   }
-  const maxSeconds = read('maxSeconds') ?? 1;
-  if (!isMaxSeconds(maxSeconds)) {
-    throw new InvalidInputError(
-      'options.maxSeconds',
-      'a number of seconds in [0.001, 3600]',
-      maxSeconds,
-    );
-  }
-  const maxLabelValues = read('maxLabelValues') ?? DEFAULT_MAX_LABEL_VALUES;
-  if (
-    typeof maxLabelValues !== 'number' ||
-    !Number.isSafeInteger(maxLabelValues) ||
-    maxLabelValues < 1
-  ) {
-    throw new InvalidInputError(
-      'options.maxLabelValues',
-      'a positive safe integer',
-      maxLabelValues,
-    );
-  }
+  const { maxSeconds, maxLabelValues } = sinkLimits(read);
   const meter =
     (givenMeter as Meter | undefined) ??
     (provider as MeterProvider | undefined)?.getMeter('sluice') ??

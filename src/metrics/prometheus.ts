@@ -15,12 +15,11 @@ import { InvalidInputError } from '../errors.js';
 import { readProperty, rejectUnknownKeys } from '../validate.js';
 import {
   DECISION_OUTCOMES,
-  DEFAULT_MAX_LABEL_VALUES,
-  isMaxSeconds,
   latencyBuckets,
   type PolicyTally,
   REDIS_EVENTS,
   REQUEST_OUTCOMES,
+  sinkLimits,
   Tally,
 } from './tally.js';
 import type { DecisionEvent, LimiterSource, Metrics, RedisEvent, RequestEvent } from './types.js';
@@ -142,26 +141,7 @@ export function prometheusMetrics(options: PrometheusMetricsOptions = {}): Prome
       prefix,
     );
   }
-  const maxSeconds = read('maxSeconds') ?? 1;
-  if (!isMaxSeconds(maxSeconds)) {
-    throw new InvalidInputError(
-      'options.maxSeconds',
-      'a number of seconds in [0.001, 3600]',
-      maxSeconds,
-    );
-  }
-  const maxLabelValues = read('maxLabelValues') ?? DEFAULT_MAX_LABEL_VALUES;
-  if (
-    typeof maxLabelValues !== 'number' ||
-    !Number.isSafeInteger(maxLabelValues) ||
-    maxLabelValues < 1
-  ) {
-    throw new InvalidInputError(
-      'options.maxLabelValues',
-      'a positive safe integer',
-      maxLabelValues,
-    );
-  }
+  const { maxSeconds, maxLabelValues } = sinkLimits(read);
 
   const names = metricNames(prefix);
   let byPrefix = made.get(registry);

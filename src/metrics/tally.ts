@@ -4,6 +4,7 @@
  * increment, tens of ns), read by the metrics library only when it collects (a scrape).
  * Loads no metrics library.
  */
+import { InvalidInputError } from '../errors.js';
 import type {
   DecisionEvent,
   DecisionOutcome,
@@ -333,4 +334,37 @@ export function latencyBuckets(maxSeconds: number): number[] {
 /** Checks a `maxSeconds` option: a finite number in [0.001, 3600]. */
 export function isMaxSeconds(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value) && value >= 0.001 && value <= 3600;
+}
+
+/**
+ * The options both sinks share, read with `read` and checked: `maxSeconds` (default 1) and
+ * `maxLabelValues` (default {@link DEFAULT_MAX_LABEL_VALUES}).
+ *
+ * @throws {InvalidInputError} naming `options.maxSeconds` or `options.maxLabelValues`
+ */
+export function sinkLimits(read: (name: 'maxSeconds' | 'maxLabelValues') => unknown): {
+  maxSeconds: number;
+  maxLabelValues: number;
+} {
+  const maxSeconds = read('maxSeconds') ?? 1;
+  if (!isMaxSeconds(maxSeconds)) {
+    throw new InvalidInputError(
+      'options.maxSeconds',
+      'a number of seconds in [0.001, 3600]',
+      maxSeconds,
+    );
+  }
+  const maxLabelValues = read('maxLabelValues') ?? DEFAULT_MAX_LABEL_VALUES;
+  if (
+    typeof maxLabelValues !== 'number' ||
+    !Number.isSafeInteger(maxLabelValues) ||
+    maxLabelValues < 1
+  ) {
+    throw new InvalidInputError(
+      'options.maxLabelValues',
+      'a positive safe integer',
+      maxLabelValues,
+    );
+  }
+  return { maxSeconds, maxLabelValues };
 }
