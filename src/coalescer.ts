@@ -73,7 +73,7 @@ export class Coalescer {
   /** The node of a key, for a store of several nodes; undefined for one server. */
   readonly #groupOf: ((key: string) => string) | undefined;
   /** What waits, per node ('' for one server). */
-  #pending = new Map<string, Pending>();
+  readonly #pending = new Map<string, Pending>();
   #scheduled = false;
   readonly #flushScheduled = () => {
     this.#scheduled = false;
@@ -120,9 +120,10 @@ export class Coalescer {
   /** Sends what is pending now: one script call per node. */
   flush(): void {
     if (this.#pending.size === 0) return;
-    const groups = this.#pending;
-    this.#pending = new Map();
-    for (const pending of groups.values()) this.#send(pending.requests);
+    // Sending never adds synchronously (a resend waits for its batch's answer): the map can
+    // be emptied after the loop rather than replaced by a new one each turn.
+    for (const pending of this.#pending.values()) this.#send(pending.requests);
+    this.#pending.clear();
   }
 
   /** One script call for `requests`: a lone take as its algorithm's script, else a batch. */

@@ -305,6 +305,19 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     typeof policyOption === 'function' ? undefined : resolveLimits(policyOption, 'policy');
   // Names collide whatever the route is called: check them once, here.
   if (fixedLimits !== undefined) limitNames(fixedLimits, '', 'policy');
+  // Fixed limits' names depend only on the route template (a fixed set): named once per
+  // route, not on every request.
+  const fixedNames = new Map<string, readonly string[]>();
+  const namesOf = (limits: readonly ResolvedLimit[], route: string): readonly string[] => {
+    if (limits !== fixedLimits) return limitNames(limits, route, 'policy');
+    let names = fixedNames.get(route);
+    if (names === undefined) {
+      // Frozen: every request's event shares it.
+      names = Object.freeze(limitNames(limits, route, 'policy'));
+      if (fixedNames.size < 10_000) fixedNames.set(route, names);
+    }
+    return names;
+  };
   if (fixedLimits !== undefined && needsUser(fixedLimits) && userOf === undefined) {
     throw new InvalidInputError(
       'user',
@@ -458,7 +471,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     const tenant = identity(await identify(req), 'identify');
     if (tenant === undefined) {
       // Fixed limits are named without a tenant; a plan is not known before one.
-      const known = fixedLimits && limitNames(fixedLimits, route, 'policy');
+      const known = fixedLimits && namesOf(fixedLimits, route);
       return unidentified(req, route, known ?? []);
     }
     const limits =
@@ -467,7 +480,7 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
         await (policyOption as (req: Req, tenant: string) => unknown)(req, tenant),
         'policy (the answer of the policy function)',
       );
-    const names = limitNames(limits, route, 'policy');
+    const names = namesOf(limits, route);
     let user: string | undefined;
     if (needsUser(limits)) {
       if (userOf === undefined) {
