@@ -58,6 +58,20 @@ const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
     client.on('error', () => {});
     closers.push(() => client.disconnect());
     await client.connect();
+    // Ready means the slot map is loaded, not that every primary's connection is up; with
+    // retryDelayOnFailover: 0 (required: ioredis would resend a call refused with
+    // "Connection is closed", which may have run) a call racing a node connection still
+    // being set up fails with UnavailableError. Start the tests once every primary answers.
+    await until('every primary of the ioredis Cluster answers', async () => {
+      const primaries = client.nodes('master');
+      if (primaries.length < 3) return false;
+      try {
+        await Promise.all(primaries.map((node) => node.ping()));
+        return true;
+      } catch {
+        return false;
+      }
+    });
     return client as unknown as RateLimiterOptions['client'];
   },
 };
