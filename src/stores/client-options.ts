@@ -63,6 +63,7 @@ const schema = z.strictObject({
     .refine((v) => v === 0 || v >= 100, `0 (off) or an integer from 100 to ${MAX_TIMER_MS}`)
     .optional(),
   onStall: callback.optional(),
+  fastPath: z.boolean('true or false').optional(),
   metrics: z
     .custom<object>(
       (value) =>

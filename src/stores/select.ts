@@ -6,6 +6,7 @@
  * | client | recognised by | store |
  * | --- | --- | --- |
  * | node-redis `createClient()` (or anything with `sendCommand(args)`) | `sendCommand` | `NodeRedisStore` |
+ * | node-redis client of `createRedisClient()` (with its script connection) | the client object | `NodeRedisFastStore` |
  * | node-redis `createCluster()` | `sendCommand` + `getSlotMaster` | `NodeRedisClusterStore` |
  * | node-redis `createSentinel()` | `sendCommand` + `acquire` + `use` | `NodeRedisSentinelStore` |
  * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore` |
@@ -25,13 +26,14 @@ import {
   type IoRedisLike,
   IoRedisStore,
 } from './ioredis.js';
-import { type NodeRedisClientLike, NodeRedisStore } from './node-redis.js';
+import { type NodeRedisClientLike, NodeRedisFastStore, NodeRedisStore } from './node-redis.js';
 import {
   type NodeRedisClusterLike,
   NodeRedisClusterStore,
   type NodeRedisSentinelLike,
   NodeRedisSentinelStore,
 } from './node-redis-cluster.js';
+import { fastPathOf } from './resp/fast-path.js';
 import type { ScriptStore } from './store.js';
 
 /** What `RateLimiter`'s `client` option accepts, in words (for errors and docs). */
@@ -97,9 +99,14 @@ export function storeFor(client: unknown): ScriptStore {
       return new NodeRedisClusterStore(client as NodeRedisClusterLike);
     case 'node-redis-sentinel':
       return new NodeRedisSentinelStore(client as NodeRedisSentinelLike);
-    case 'node-redis':
+    case 'node-redis': {
       checkNoOfflineQueue(readOption(client, 'options'), 'client');
-      return new NodeRedisStore(client as NodeRedisClientLike);
+      // A client of `createRedisClient`: its scripts go over its own script connection.
+      const scripts = fastPathOf(client);
+      return scripts === undefined
+        ? new NodeRedisStore(client as NodeRedisClientLike)
+        : new NodeRedisFastStore(client as NodeRedisClientLike, scripts);
+    }
     default:
       throw new InvalidInputError('options.client', ACCEPTED_CLIENTS, client);
   }

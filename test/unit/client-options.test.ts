@@ -33,6 +33,8 @@ describe('createRedisClient options', () => {
       [{ reconnect: 'no' }, 'options.reconnect'],
       [{ onError: 'x' }, 'options.onError'],
       [{ onStall: 1 }, 'options.onStall'],
+      [{ fastPath: 'yes' }, 'options.fastPath'],
+      [{ fastPath: 0 }, 'options.fastPath'],
       [{ url: 42 }, 'options.url'],
       [{ url: 'nonsense' }, 'options.url'],
       [{ url: 'http://127.0.0.1:6379' }, 'options.url'],
