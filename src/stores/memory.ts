@@ -98,7 +98,8 @@ export class MemoryStore implements ScriptStore {
    * `ttlMs` from now on this store's clock (`undefined`: no expiry), as a hand edit of Redis
    * would (the model tests seed the same foreign state into both stores). The value has the
    * shape a twin reads: a `'string'` key holds a string, a `'hash'` an object of field →
-   * string, a `'zset'` an ascending `number[]` of scores.
+   * string, a `'zset'` an array of `[score, member]` pairs in Redis's order (score, then
+   * member).
    *
    * @internal
    */

@@ -129,7 +129,7 @@ function gcra(
 
 const CHECKS: Record<string, typeof gcra> = {
   fw: fixedWindow,
-  swl: slidingWindowLog,
+  swlw: slidingWindowLog,
   swc: slidingWindowCounter,
   tb: tokenBucket,
   gcra,

@@ -6,7 +6,8 @@
  * by a read of the test clock key, and every TTL (`PEXPIRE key ttl`, `SET … PX ttl`,
  * `PTTL key`) by a virtual expiry kept beside the key (`<key>:vexp`, in virtual ms), which
  * the variant applies before the algorithm runs exactly as Redis expires a key (gone once
- * the clock has passed it). Real TTLs could not follow a virtual clock. A script without a
+ * the clock has passed it); a `DEL` or `UNLINK` of the key takes the virtual expiry with it.
+ * Real TTLs could not follow a virtual clock. A script without a
  * `now` block (the fixed window, whose time is its key's TTL) gets the same prelude at its
  * top. The batch script is rebuilt from the clocked variants of every algorithm (its reset
  * deletes the virtual expiry too, and reports a virtually expired key as absent). Production
@@ -65,7 +66,8 @@ export function clockedVariant(script: LuaScript): LuaScript {
     },
   )
     .replace(/redis\.call\('PTTL', key\)/g, 'vpttl(key)')
-    .replace(/redis\.call\('DEL', key\)/g, "redis.call('DEL', key, key .. ':vexp')");
+    .replace(/redis\.call\('DEL', key\)/g, "redis.call('DEL', key, key .. ':vexp')")
+    .replace(/redis\.call\('UNLINK', key\)/g, "redis.call('UNLINK', key, key .. ':vexp')");
   if (/PEXPIRE|'PX'|'PTTL'|'TIME'/.test(source))
     throw new Error(`${script.name}.lua: a TTL or a clock the clocked variant did not rewrite`);
   return scriptFromSource(`${script.name}+clock`, source, script.keyCount);

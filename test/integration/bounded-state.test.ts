@@ -20,6 +20,7 @@ import { tokenBucket } from '../../src/algorithms/token-bucket.js';
 import { RateLimiter } from '../../src/limiter.js';
 import type { Decision, Scope } from '../../src/types.js';
 import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
+import { logMember, logTakes } from '../helpers/sliding-log.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -266,18 +267,24 @@ const FOREIGN: ForeignCase[] = [
   {
     label: 'sliding window log: a member scored 1e15',
     policy: swl,
-    write: (admin, key) => raw(admin, 'ZADD', key, 1e15, 'future'),
+    write: (admin, key) => raw(admin, 'ZADD', key, 1e15, logMember(1, 1)),
   },
   {
     label: 'sliding window log: the limit filled at now + 10 windows',
     policy: swl,
     write: (admin, key, now) =>
-      raw(
-        admin,
-        'ZADD',
-        key,
-        ...[0, 1, 2, 3, 4].flatMap((i) => [now + 10 * 10_000, `${now + 10 * 10_000}:${i}`]),
-      ),
+      raw(admin, 'ZADD', key, ...logTakes(now + 10 * 10_000, [1, 1, 1, 1, 1])),
+  },
+  {
+    label: 'sliding window log: the per-unit log before it (`<ms>:<n>`), the limit filled now',
+    policy: swl,
+    write: (admin, key, now) =>
+      raw(admin, 'ZADD', key, ...[0, 1, 2, 3, 4].flatMap((i) => [now, `${now}:${i}`])),
+  },
+  {
+    label: 'sliding window log: more units in the window than the limit',
+    policy: swl,
+    write: (admin, key, now) => raw(admin, 'ZADD', key, ...logTakes(now, [3, 3])),
   },
   {
     label: 'token bucket: empty, last written now + 1e12 ms',
@@ -371,8 +378,7 @@ const EXHAUSTED: ForeignCase[] = [
   {
     label: 'sliding window log: the limit filled now',
     policy: swl,
-    write: (admin, key, now) =>
-      raw(admin, 'ZADD', key, ...[0, 1, 2, 3, 4].flatMap((i) => [now, `${now}:${i}`])),
+    write: (admin, key, now) => raw(admin, 'ZADD', key, ...logTakes(now, [2, 1, 2])),
   },
   {
     label: 'sliding window counter: the current window at the limit',
@@ -431,13 +437,7 @@ const STEPPED_BACK: ForeignCase[] = [
   {
     label: 'sliding window log: the limit filled at now + window / 2',
     policy: swl,
-    write: (admin, key, now) =>
-      raw(
-        admin,
-        'ZADD',
-        key,
-        ...[0, 1, 2, 3, 4].flatMap((i) => [now + 5000, `${now + 5000}:${i}`]),
-      ),
+    write: (admin, key, now) => raw(admin, 'ZADD', key, ...logTakes(now + 5000, [1, 1, 1, 1, 1])),
   },
   {
     label: 'sliding window counter: the next window already at the limit',
@@ -493,12 +493,7 @@ describe('a refused takeAll repairs what a denied take repairs (and consumes not
       const key = limiter.keyOf(scope, policy);
       if (seed === null) {
         const now = await serverNowMs(admin);
-        await raw(
-          admin,
-          'ZADD',
-          key,
-          ...[0, 1, 2, 3, 4].flatMap((i) => [now - 1000, `${now - 1000}:${i}`]),
-        );
+        await raw(admin, 'ZADD', key, ...logTakes(now - 1000, [4, 1]));
       } else {
         await raw(admin, seed[0], key, seed[1]);
       }

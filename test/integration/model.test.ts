@@ -65,7 +65,7 @@ type Op =
 type Stored =
   | { kind: 'string'; value: string }
   | { kind: 'hash'; value: Record<string, string> }
-  | { kind: 'zset'; value: number[] };
+  | { kind: 'zset'; value: [score: number, member: string][] };
 
 /** What a seed writes into a key, given the key's policy arguments and the clock. */
 type Materialize = (spec: never, args: readonly number[], nowUs: number) => Stored;
@@ -145,6 +145,76 @@ const wrong = (kind: Stored['kind']): Stored =>
 
 const ms = (nowUs: number) => Math.floor(nowUs / 1000);
 
+/** The largest running total of a sliding-window-log member (2^53 − 1). */
+const MAX_TOTAL = Number.MAX_SAFE_INTEGER;
+
+/** A score: thousandths of a window from now, or ±inf. */
+const score: fc.Arbitrary<Exclude<Field, null>> = fc.oneof(
+  {
+    weight: 12,
+    arbitrary: fc.record({ at: fc.integer({ min: -2000, max: 2000 }), half: fc.boolean() }),
+  },
+  { weight: 1, arbitrary: fc.record({ text: fc.constantFrom('inf', '-inf') }) },
+);
+
+/** A score in the last window and a bit (the log's own entries, mostly). */
+const recent: fc.Arbitrary<Exclude<Field, null>> = fc.record({
+  at: fc.integer({ min: -1200, max: 0 }),
+  half: fc.constant(false),
+});
+
+/**
+ * A sliding-window-log member that is not a take of the log at hand: a weighted-log member
+ * (`<total>:<cost>`, in range or not), the per-unit log's `<ms>:<n>`, or junk.
+ */
+type LogMember = { total: string; cost: string } | { unit: number } | { text: string };
+const logMember: fc.Arbitrary<LogMember> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      // 16 digits: small, or about 2^53 (the largest a member may carry is 2^53 − 1).
+      total: fc.oneof(
+        fc.nat(40).map((n) => String(n).padStart(16, '0')),
+        fc.constantFrom(
+          '9007199254740990',
+          '9007199254740991',
+          '9007199254740992',
+          '9007199254740993',
+          '9999999999999999',
+        ),
+      ),
+      cost: fc.oneof(
+        fc.integer({ min: 1, max: 9 }).map(String),
+        fc.constantFrom('0', '01', '-1', '1.5', '', '99'),
+      ),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ unit: fc.nat(9) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      text: fc.constantFrom(
+        'm',
+        '',
+        '3',
+        ':3',
+        '000000000000003:3',
+        '00000000000000003:3',
+        '0000000000000003:3 ',
+        '0000000000000003:3\n',
+        ' 0000000000000003:3',
+        '000000000000000x:3',
+      ),
+    }),
+  },
+);
+
+interface LogSpec {
+  readonly base: number;
+  readonly takes: readonly { at: Exclude<Field, null>; cost: number }[];
+  readonly others: readonly { at: Exclude<Field, null>; member: LogMember }[];
+}
+
 // --- Cases --------------------------------------------------------------------------------
 
 const cases: Case[] = [
@@ -176,30 +246,60 @@ const cases: Case[] = [
     }),
     build: slidingWindowLog,
     maxAdvanceUs: 2_000_000,
-    // Scores from two windows ago to two ahead, some not whole ms; rarely ±inf.
+    // A log this policy could have written (takes of cost 1–9, mostly in the last window;
+    // their running total from `base`), and beside it (or alone) other members: of the weighted log with totals and
+    // costs in and out of range, of the per-unit log before it (`<ms>:<n>`), or junk. Scores
+    // from two windows ago to two ahead, some not whole ms; rarely ±inf.
     foreign: withWrongType(
-      fc.array(
-        fc.oneof(
-          {
-            weight: 12,
-            arbitrary: fc.record({
-              at: fc.integer({ min: -2000, max: 2000 }),
-              half: fc.boolean(),
-            }),
-          },
-          { weight: 1, arbitrary: fc.record({ text: fc.constantFrom('inf', '-inf') }) },
+      fc.record({
+        base: fc.oneof(
+          { weight: 4, arbitrary: fc.nat(20) },
+          { weight: 1, arbitrary: fc.integer({ min: MAX_TOTAL - 12, max: MAX_TOTAL }) },
         ),
-        { minLength: 1, maxLength: 10 },
-      ),
+        takes: fc.array(
+          fc.record({
+            at: fc.oneof({ weight: 3, arbitrary: recent }, { weight: 1, arbitrary: score }),
+            cost: fc.oneof(fc.integer({ min: 1, max: 2 }), fc.integer({ min: 1, max: 9 })),
+          }),
+          { maxLength: 8 },
+        ),
+        others: fc.array(fc.record({ at: score, member: logMember }), { maxLength: 3 }),
+      }),
     ),
-    materialize: ((spec: Exclude<Field, null>[] | typeof WRONG, args, nowUs) => {
+    materialize: ((spec: LogSpec | typeof WRONG, args, nowUs) => {
       if ('wrongType' in spec) return wrong('zset');
       const window = args[1] as number;
-      const scores = spec.map((f) => {
+      const scoreOf = (f: Exclude<Field, null>) => {
         const t = text(f, ms(nowUs), window);
         return t === 'inf' ? Infinity : t === '-inf' ? -Infinity : Number(t);
+      };
+      const entries: [number, string][] = [];
+      let total = spec.base;
+      const takes = spec.takes.map((t) => ({ score: scoreOf(t.at), cost: t.cost }));
+      takes.sort((a, b) => (a.score < b.score ? -1 : a.score > b.score ? 1 : 0));
+      for (const take of takes) {
+        total += take.cost;
+        entries.push([take.score, `${String(total).padStart(16, '0')}:${take.cost}`]);
+      }
+      spec.others.forEach((other, i) => {
+        const score = scoreOf(other.at);
+        const m = other.member;
+        const member =
+          'text' in m
+            ? m.text
+            : 'unit' in m
+              ? `${Number.isFinite(score) ? Math.floor(score) : ms(nowUs)}:${m.unit + i}`
+              : `${m.total}:${m.cost}`;
+        entries.push([score, member]);
       });
-      return { kind: 'zset', value: scores.sort((a, b) => a - b) };
+      // One member once (the last write wins, as in one ZADD), in Redis's order.
+      const byMember = new Map(entries.map(([score, member]) => [member, score]));
+      const value = [...byMember].map(([member, score]): [number, string] => [score, member]);
+      value.sort(([s1, m1], [s2, m2]) =>
+        s1 < s2 ? -1 : s1 > s2 ? 1 : m1 < m2 ? -1 : m1 > m2 ? 1 : 0,
+      );
+      if (value.length === 0) value.push([ms(nowUs), 'm']);
+      return { kind: 'zset', value };
     }) as Materialize,
   },
   {
@@ -373,9 +473,9 @@ async function seedRedis(client: Client, key: string, stored: Stored, vexp: numb
       ? [stored.value]
       : stored.kind === 'hash'
         ? Object.entries(stored.value).flat()
-        : stored.value.flatMap((score, i) => [
+        : stored.value.flatMap(([score, member]) => [
             Number.isFinite(score) ? String(score) : score > 0 ? 'inf' : '-inf',
-            `m${i}`,
+            member,
           ]);
   await client.sendCommand([
     'EVAL',

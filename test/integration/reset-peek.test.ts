@@ -21,6 +21,7 @@ import { MemoryStore } from '../../src/stores/memory.js';
 import type { ScriptStore } from '../../src/stores/store.js';
 import type { Decision, Scope, TakeAllItem } from '../../src/types.js';
 import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
+import { logMember, logTakes } from '../helpers/sliding-log.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -182,7 +183,7 @@ describe('peek never repairs state (Redis)', () => {
     [
       'sliding window log: a member scored 1e15',
       swl,
-      (admin, key) => admin.sendCommand(['ZADD', key, '1e15', 'future']),
+      (admin, key) => admin.sendCommand(['ZADD', key, '1e15', logMember(1, 1)]),
       true,
     ],
     [
@@ -214,12 +215,7 @@ describe('peek never repairs state (Redis)', () => {
       'sliding window log: the limit filled now',
       swl,
       (admin, key) => {
-        const now = Date.now();
-        return admin.sendCommand([
-          'ZADD',
-          key,
-          ...[0, 1, 2, 3, 4].flatMap((i) => [String(now), `${now}:${i}`]),
-        ]);
+        return admin.sendCommand(['ZADD', key, ...logTakes(Date.now(), [1, 1, 3])]);
       },
       false,
     ],

@@ -34,7 +34,7 @@ describe('admission checker', () => {
   });
 
   it('sliding window log: limit in every window ending at an admission', () => {
-    const at = (ms: number) => entry('swl', ms, [2, 1000, 1]);
+    const at = (ms: number) => entry('swlw', ms, [2, 1000, 1]);
     assert.deepEqual(checkAdmissions([at(0), at(500), at(1000), at(1500)]), []);
     assert.equal(checkAdmissions([at(0), at(500), at(999)]).length, 1);
   });
