@@ -240,8 +240,9 @@ export interface CreateRedisClientOptions {
  * the same rules: calls fail at once with `UnavailableError` while it is down, a call that
  * may have run is never sent again, its errors and reconnects are reported as the client's
  * (`onError`, `onReconnect`, `metrics`), the stall watchdog probes and recycles both
- * connections together, and `close()`/`destroy()`/`quit()` close both. With `reconnect:
- * false`, losing either connection closes the client (both). A client made otherwise
+ * connections together, `close()`/`destroy()`/`quit()` close both, and `client.isReady` is
+ * true while both are ready. With `reconnect: false`, losing either connection closes the
+ * client (both). A client made otherwise
  * (`createClient()`) is driven through node-redis alone.
  *
  * @throws {InvalidInputError} for a bad or unknown option (`.field` is `options.<name>`),
@@ -315,6 +316,8 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   client.on('error', (error: Error) => report(error));
   client.on('ready', () => {
     connected = true;
+    // The server answers again: the script connection need not wait out its backoff.
+    scripts?.retryNow();
   });
   // The reconnect strategy gave up on the node-redis connection (reconnect off): the client
   // is closed for good, and so is its script connection.
@@ -368,6 +371,12 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
   // Bound now: the owner's close()/destroy() are wrapped below.
   const destroyClient = client.destroy.bind(client);
   if (fast !== undefined) {
+    // Ready means both connections are: a take needs the script connection.
+    const prototype: object = Object.getPrototypeOf(client);
+    Object.defineProperty(client, 'isReady', {
+      configurable: true,
+      get: () => Reflect.get(prototype, 'isReady', client) === true && fast.isReady,
+    });
     fast.on('error', (error: Error) => report(error));
     // The reconnect strategy gave up on the script connection (reconnect off): close the
     // client for good too, so that its owner sees it closed.

@@ -26,7 +26,7 @@ export interface RedisFixture {
 /** Options of {@link RedisFixture.client}: those of `createRedisClient` that tests vary. */
 export type ClientOptions = Pick<
   CreateRedisClientOptions,
-  'reconnect' | 'url' | 'stallTimeoutMs' | 'onStall' | 'onReconnect'
+  'reconnect' | 'url' | 'stallTimeoutMs' | 'onStall' | 'onReconnect' | 'fastPath'
 >;
 
 /** Starts a private Redis before the file's tests and stops it (by pid) after them. */

@@ -19,7 +19,12 @@ after(async () => {
 async function proxiedClient() {
   const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
   proxies.push(proxy);
-  const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}`, stallTimeoutMs: 0 });
+  // One connection (node-redis's): `fastPath` would add the limiter's script connection.
+  const client = await redis.client({
+    url: `redis://127.0.0.1:${proxy.port}`,
+    stallTimeoutMs: 0,
+    fastPath: false,
+  });
   return { proxy, client };
 }
 

@@ -383,6 +383,14 @@ export class RespConnection extends EventEmitter {
   }
 
   /**
+   * Ends a wait before a reconnect attempt at once (the server is known to answer again):
+   * the attempt starts now. No-op when not waiting.
+   */
+  retryNow(): void {
+    if (this.#open) this.#wakeUp?.();
+  }
+
+  /**
    * Closes at once: pending calls are rejected (`UnavailableError`), an attempt under way or
    * a reconnect wait ends, and nothing reconnects until `connect`. Idempotent.
    */
