@@ -190,9 +190,9 @@ export interface CreateRedisClientOptions {
    * own. Measured with node-redis 6.3: a command already written to a black-holed connection
    * stays pending past this timeout, so it never freed a `maxInFlight` slot — the watchdog
    * does, by recycling the connection — while arming it cost a timer (`AbortSignal.timeout`)
-   * per command: about 20 µs of CPU per decision at concurrency 1 (66 → 45 µs). It applies
-   * to the node-redis connection only (not to the limiter's script connection, see
-   * `fastPath`).
+   * per command: about 20 µs of CPU per decision at concurrency 1 (62–69 µs with it, 47–48
+   * without). It applies to the node-redis connection only (not to the limiter's script
+   * connection, see `fastPath`).
    */
   readonly commandTimeoutMs?: number;
   /**
@@ -233,17 +233,18 @@ export interface CreateRedisClientOptions {
  * carries only the limiter's scripts (`EVALSHA`/`EVAL`) and writes each the moment it is
  * called. Why: node-redis writes the commands of an event-loop turn together, in a
  * `setImmediate`, so Redis answers them all at once and Node and Redis take turns instead of
- * overlapping. Measured (closed loop, 16 concurrent callers, fixed window, random keys): about
- * 62k decisions/s through node-redis, about 113k with commands written at once. The second
- * connection is set up like the first — the same host, TLS options, user, password and
- * database, `CLIENT SETNAME sluice` — counts toward the server's `maxclients`, and follows
- * the same rules: calls fail at once with `UnavailableError` while it is down, a call that
- * may have run is never sent again, its errors and reconnects are reported as the client's
- * (`onError`, `onReconnect`, `metrics`), the stall watchdog probes and recycles both
- * connections together, `close()`/`destroy()`/`quit()` close both, and `client.isReady` is
- * true while both are ready. With `reconnect: false`, losing either connection closes the
- * client (both). A client made otherwise
- * (`createClient()`) is driven through node-redis alone.
+ * overlapping. Measured (closed loop, 16 concurrent callers, fixed window, random keys, one
+ * private Redis, 2 cores): with `maxBatchSize: 4`, 58–61k decisions/s through
+ * node-redis, 111–124k over the script connection; with `maxBatchSize: 1`, 52–60k and
+ * 134–135k. The second connection is set up like the first — the same host, TLS options,
+ * user, password and database, `CLIENT SETNAME sluice` — counts toward the server's
+ * `maxclients`, and follows the same rules: calls fail at once with `UnavailableError` while
+ * it is down, a call that may have run is never sent again, its errors and reconnects are
+ * reported as the client's (`onError`, `onReconnect`, `metrics`), the stall watchdog probes
+ * and recycles both connections together, `close()`/`destroy()`/`quit()` close both, and
+ * `client.isReady` is true while both are ready. With `reconnect: false`, losing either
+ * connection closes the client (both). A client made otherwise (`createClient()`, or a
+ * `duplicate()`) is driven through node-redis alone.
  *
  * @throws {InvalidInputError} for a bad or unknown option (`.field` is `options.<name>`),
  *   before anything connects.
