@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
-import { isSluiceError, type UnavailableError } from '../../src/errors.js';
+import { isSluiceError, UnavailableError } from '../../src/errors.js';
 import { RateLimiter } from '../../src/limiter.js';
 import { createRedisClient } from '../../src/stores/node-redis.js';
 import { fastPathOf } from '../../src/stores/resp/fast-path.js';
@@ -203,6 +203,36 @@ describe('script connection: setup', () => {
 });
 
 describe('script connection: failures', () => {
+  it('a script connection the server refuses fails the start, and closes the node-redis client', async () => {
+    // One client allowed: node-redis's connection takes it, the script connection is refused.
+    const server = await startRedisServer(['--maxclients', '1']);
+    servers.push(server);
+    const error = await createRedisClient({ url: server.url, onError: () => {} }).then(
+      (client) => {
+        client.destroy();
+        return 'connected';
+      },
+      (e: unknown) => e,
+    );
+    assert.ok(error instanceof UnavailableError, String(error));
+    assert.match(error.message, /max number of clients/);
+    // The node-redis connection was closed: the one slot is free again.
+    const deadline = performance.now() + 2000;
+    let again: unknown;
+    while (performance.now() < deadline) {
+      again = await createRedisClient({ url: server.url, fastPath: false }).then(
+        (client) => {
+          client.destroy();
+          return 'connected';
+        },
+        (e: unknown) => e,
+      );
+      if (again === 'connected') break;
+      await sleep(20);
+    }
+    assert.equal(again, 'connected');
+  });
+
   it('a server restart: calls fail at once with UnavailableError, then succeed after the reported reconnect', async () => {
     const server = await startRedisServer();
     servers.push(server);

@@ -15,8 +15,9 @@
  * - a lost connection rejects every pending call with an `UnavailableError` — a call that
  *   may have run is never sent again — reports the error (`'error'` event) and, when the
  *   reconnect strategy gives a delay, connects again after it;
- * - the handshake: `AUTH`, `CLIENT SETNAME` (its refusal ignored), `SELECT` when the
- *   database is not 0; a refused handshake fails the attempt with the reply's error;
+ * - the handshake: `AUTH`, `CLIENT SETNAME` (its refusal ignored when not permitted or
+ *   unknown), `SELECT` when the database is not 0; a refused handshake fails the attempt
+ *   with the reply's error;
  * - `isOpen`, `isReady`, `sendCommand`, `connect`, `destroy` and the `connect`/`ready`/`error`
  *   events of node-redis, so the stall watchdog (`stall-watchdog.ts`) can drive it.
  */
@@ -339,7 +340,15 @@ export class RespConnection extends EventEmitter {
       );
     }
     if (name !== undefined) {
-      steps.push(this.#send(socket, ['CLIENT', 'SETNAME', name]).catch(() => {}));
+      // A user without CLIENT (NOPERM) or a server without it (renamed) still connects; any
+      // other refusal (say, "max number of clients reached") fails the attempt.
+      steps.push(
+        this.#send(socket, ['CLIENT', 'SETNAME', name]).catch((error: unknown) => {
+          if (!(error instanceof ReplyError && /^(NOPERM|ERR unknown)/.test(error.message))) {
+            throw error;
+          }
+        }),
+      );
     }
     if (database !== undefined && database !== 0) {
       steps.push(this.#send(socket, ['SELECT', String(database)]));
