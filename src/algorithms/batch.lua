@@ -15,7 +15,8 @@
 --      repairs (a TTL to heal, foreign state to clear): each item is then run as a probe — a
 --      take whose cost can never fit, which writes nothing else.
 --   p  peek: every item decided dry; nothing is written.
---   r  reset: DEL of the item's key (its reply: 1 when the key existed, else 0).
+--   r  reset: UNLINK of the item's key (its reply: 1 when the key existed, else 0; a large
+--      value is freed off Redis's main thread).
 --
 -- KEYS     every item's key, in order
 -- ARGV     for each request: op, n (its item count), then for each item: algorithm id (0 for
@@ -68,7 +69,7 @@ while a <= #ARGV do
   if op == 'r' then
     -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
     -- this request alone.
-    local ok, r = pcall(redis.call, 'DEL', KEYS[first])
+    local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
     if ok then emit(r, 0, 0, 0) else failed(1, r) end
   elseif op == 't' and n == 1 then
     local ok, r = decide(first, ids[1], bases[1], false, false)

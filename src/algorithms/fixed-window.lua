@@ -36,7 +36,15 @@ local dry, probe = false, false
 -- mode:end
 if probe then cost = limit + 1 end
 
-local current = redis.call('GET', key)
+-- A take that fits an empty window creates the counter and reads it in one command: SET NX
+-- writes only when there is no key, GET returns what was there (nil: created; Redis 7.0).
+local current
+if dry or cost > limit then
+  current = redis.call('GET', key)
+else
+  current = redis.call('SET', key, cost, 'PX', window, 'NX', 'GET')
+  if not current then return { 1, limit - cost, window, 0 } end
+end
 local used
 if current then
   -- Only the canonical digits INCRBY accepts, at most the limit.
@@ -45,7 +53,7 @@ if current then
     if used > limit then used = nil end
   end
   if not used and not dry then
-    redis.call('DEL', key) -- foreign state: start afresh
+    redis.call('UNLINK', key) -- foreign state: start afresh
   end
 end
 

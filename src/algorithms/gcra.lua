@@ -61,7 +61,7 @@ local tat = tonumber(stored)
 if stored and not (tat and tat >= 0 and tat == math.floor(tat) and tat <= now + 2 * tolerance) then
   -- Foreign state: start afresh.
   if not dry then
-    redis.call('DEL', key)
+    redis.call('UNLINK', key)
   end
   stored, tat = false, nil
 end

@@ -77,7 +77,7 @@ if stored and stored >= 0 and stored == math.floor(stored) and stored * window <
 elseif state[1] or state[2] or state[3] then
   -- Foreign state: start afresh.
   if not dry then
-    redis.call('DEL', key)
+    redis.call('UNLINK', key)
   end
   stored = nil
 end
@@ -115,7 +115,7 @@ end
 if cost > limit then
   -- (A key that holds none of the counter's fields is foreign: cleared.)
   if not stored and not dry then
-    redis.call('DEL', key)
+    redis.call('UNLINK', key)
   end
   check_ttl()
   if reset == 0 then return { 0, remaining, 0, -1 } end

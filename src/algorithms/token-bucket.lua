@@ -77,7 +77,7 @@ if s and t and s >= 0 and s <= full and s == math.floor(s) and t >= 0 and t == m
 elseif state[1] or state[2] then
   -- Foreign state: start afresh (a full bucket).
   if not dry then
-    redis.call('DEL', key)
+    redis.call('UNLINK', key)
   end
   s = nil
 end
@@ -111,7 +111,7 @@ if cost > capacity or scaled < need then
   -- Denied: nothing is written, so a rejected take consumes nothing. (A key that holds
   -- none of the bucket's fields is foreign: cleared, so it cannot outlive a horizon.)
   if not s and not dry then
-    redis.call('DEL', key)
+    redis.call('UNLINK', key)
   end
   check_ttl()
   local retry = -1

@@ -3,8 +3,8 @@
  *
  * A variant of each script is produced here, at test time, from the production source:
  * the block between `-- now:begin` and `-- now:end` (which reads Redis `TIME`) is replaced
- * by a read of the test clock key, and every TTL (`PEXPIRE key ttl`, `SET … PX ttl`,
- * `PTTL key`) by a virtual expiry kept beside the key (`<key>:vexp`, in virtual ms), which
+ * by a read of the test clock key, and every TTL (`PEXPIRE key ttl`, `SET … PX ttl` with or
+ * without `NX GET`, `PTTL key`) by a virtual expiry kept beside the key (`<key>:vexp`, in virtual ms), which
  * the variant applies before the algorithm runs exactly as Redis expires a key (gone once
  * the clock has passed it); a `DEL` or `UNLINK` of the key takes the virtual expiry with it.
  * Real TTLs could not follow a virtual clock. A script without a
@@ -44,6 +44,12 @@ export function clockedVariant(script: LuaScript): LuaScript {
     '  if not at then return -1 end',
     '  return tonumber(at) - vnow_ms',
     'end',
+    // SET k v NX GET with a virtual PX: the expiry only for a key it created.
+    'local function vsetnx(k, v, ttl)',
+    "  local old = redis.call('SET', k, v, 'NX', 'GET')",
+    "  if not old then redis.call('SET', k .. ':vexp', string.format('%d', vnow_ms + ttl)) end",
+    '  return old',
+    'end',
   ].join('\n');
   const setVexp = (ttl: string) =>
     `redis.call('SET', key .. ':vexp', string.format('%d', vnow_ms + (${ttl})))`;
@@ -60,6 +66,10 @@ export function clockedVariant(script: LuaScript): LuaScript {
     ),
     'SET',
     (rest) => {
+      // `SET key v 'PX' ttl 'NX' 'GET'` (create if absent, read what was there): an
+      // expression, whose virtual expiry is set only when it created the key.
+      const nxGet = /^(.*), 'PX', (.*), 'NX', 'GET'$/s.exec(rest);
+      if (nxGet !== null) return `vsetnx(key, ${nxGet[1]}, ${nxGet[2]})`;
       const px = rest.lastIndexOf(", 'PX', ");
       if (px < 0) return `redis.call('SET', key, ${rest})`;
       return `redis.call('SET', key, ${rest.slice(0, px)}) ${setVexp(rest.slice(px + 8))}`;
@@ -122,7 +132,11 @@ export function clockedBatch(): LuaScript {
     'local out = {}',
   ].join('\n');
   let source = replaceOnce(built.source, '\nlocal out = {}\n', `\n${vdel}\n`);
-  source = replaceOnce(source, "pcall(redis.call, 'DEL', KEYS[first])", 'pcall(vdel, KEYS[first])');
+  source = replaceOnce(
+    source,
+    "pcall(redis.call, 'UNLINK', KEYS[first])",
+    'pcall(vdel, KEYS[first])',
+  );
   return scriptFromSource(built.name, source, built.keyCount);
 }
 
