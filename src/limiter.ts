@@ -7,7 +7,7 @@
  * promise and one call object per take, hashes the scope once, and creates no timer.
  */
 import { performance } from 'node:perf_hooks';
-import { batchId } from './algorithms/batch.js';
+import { batchId, batchWork } from './algorithms/batch.js';
 import { decodeDecision, isPolicy, type Policy } from './algorithms/policy.js';
 import type { LuaScript } from './algorithms/script.js';
 import { callSafely } from './call-safely.js';
@@ -190,6 +190,8 @@ const LOCAL_KEY_MAX_TEXT = 256;
 interface Compiled {
   readonly batchId: number;
   readonly localId: number;
+  /** Redis work of one item, estimated µs (see `BatchRequest.work`). */
+  readonly work: number;
 }
 
 /** One validated scope under one policy: what a call sends and caches. */
@@ -203,6 +205,8 @@ class Target {
     readonly parts: ScopeParts,
     readonly policy: Policy,
     readonly batchId: number,
+    /** Redis work of its item, estimated µs (see `BatchRequest.work`). */
+    readonly work: number,
     readonly cost: number,
     readonly args: readonly string[],
     /** The policy's short id in this limiter's denial cache; undefined without a cache. */
@@ -260,6 +264,7 @@ abstract class InFlight implements DeadlineEntry, BatchRequest {
   meta: CallMeta | undefined = undefined;
   abstract readonly op: 't' | 'p' | 'r';
   abstract readonly size: number;
+  abstract readonly work: number;
   abstract readonly script: LuaScript | undefined;
   abstract readonly key: string;
   abstract readonly args: readonly string[];
@@ -291,6 +296,7 @@ function writeItem(argv: string[], batchId: number, args: readonly string[]): vo
 /** One take or peek in flight. */
 class Call extends InFlight {
   readonly size = 1;
+  readonly work: number;
   readonly script: LuaScript | undefined;
 
   get firstKey(): string {
@@ -302,6 +308,7 @@ class Call extends InFlight {
     readonly op: 't' | 'p',
     readonly policy: Policy,
     readonly batchId: number,
+    work: number,
     readonly key: string,
     readonly localKey: string,
     readonly cost: number,
@@ -312,6 +319,7 @@ class Call extends InFlight {
     super(engine, reject);
     // A lone take goes as its algorithm's own script; a peek always as a batch (dry).
     this.script = op === 't' ? policy.script : undefined;
+    this.work = work;
   }
 
   write(keys: string[], argv: string[]): void {
@@ -331,6 +339,7 @@ class GroupCall extends InFlight {
   readonly key = '';
   readonly args = NO_ARGS;
   readonly size: number;
+  readonly work: number;
 
   get firstKey(): string {
     return (this.targets[0] as Target).key;
@@ -344,6 +353,10 @@ class GroupCall extends InFlight {
   ) {
     super(engine, reject);
     this.size = targets.length;
+    // Each item decided dry, then taken or probed: twice an item's work.
+    let work = 0;
+    for (const target of targets) work += 2 * target.work;
+    this.work = work;
   }
 
   write(keys: string[], argv: string[]): void {
@@ -362,6 +375,7 @@ class GroupCall extends InFlight {
 class ResetCall extends InFlight {
   readonly op = 'r' as const;
   readonly size = 1;
+  readonly work = 2; // one DEL
   readonly script = undefined;
   readonly args = NO_ARGS;
 
@@ -1042,6 +1056,7 @@ export class RateLimiter {
           op,
           policy,
           target.batchId,
+          target.work,
           target.key,
           target.localKey,
           target.cost,
@@ -1153,6 +1168,7 @@ export class RateLimiter {
       parts,
       policy,
       compiled.batchId,
+      compiled.work,
       cost,
       args,
       this.#engine.denials === undefined ? undefined : compiled.localId,
@@ -1166,7 +1182,7 @@ export class RateLimiter {
       const id = batchId(policy.script);
       if (id === undefined)
         throw new InvalidInputError(field, 'a policy of a known algorithm', policy);
-      compiled = { batchId: id, localId: this.#policies++ };
+      compiled = { batchId: id, localId: this.#policies++, work: batchWork(id, policy.limit) };
       this.#compiled.set(policy, compiled);
     }
     return compiled;

@@ -16,6 +16,11 @@ export const BATCH_ALGORITHMS: readonly LuaScript[] = ALGORITHMS.map(
   (algorithm) => algorithm.script,
 );
 
+/** The work of one item of batch id `id` under a policy of this `limit` (see `Algorithm.work`). */
+export function batchWork(id: number, limit: number): number {
+  return ALGORITHMS[id - 1]?.work(limit) ?? 1;
+}
+
 /** The id of `script` in a batch, or `undefined` if batches cannot run it. */
 export function batchId(script: LuaScript): number | undefined {
   const index = BATCH_ALGORITHMS.indexOf(script);

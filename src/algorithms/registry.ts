@@ -13,12 +13,25 @@ import type { Twin } from './twin.js';
 export interface Algorithm {
   readonly script: LuaScript;
   readonly twin: Twin;
+  /**
+   * Redis time of one batch item of a policy with this `limit` at its worst (any stored
+   * state), in µs as measured on the reference machine (2 cores, Redis 7.0; see
+   * bench/script-time.ts): what bounds a batch (`MAX_BATCH_WORK` in `coalescer.ts`).
+   */
+  readonly work: (limit: number) => number;
 }
 
 export const ALGORITHMS: readonly Algorithm[] = [
-  { script: fixedWindowScript, twin: fixedWindowTwin },
-  { script: tokenBucketScript, twin: tokenBucketTwin },
-  { script: slidingWindowLogScript, twin: slidingWindowLogTwin },
-  { script: slidingWindowCounterScript, twin: slidingWindowCounterTwin },
-  { script: gcraScript, twin: gcraTwin },
+  { script: fixedWindowScript, twin: fixedWindowTwin, work: () => 4 },
+  { script: tokenBucketScript, twin: tokenBucketTwin, work: () => 5 },
+  {
+    script: slidingWindowLogScript,
+    twin: slidingWindowLogTwin,
+    // A search and a bounded trim (≤ 160 µs measured), and a log that expired when the
+    // script touches it is freed on the spot (Redis's default lazyfree-lazy-expire no):
+    // about 0.27 µs per member, up to `limit` members (2.7 ms at 10,000).
+    work: (limit) => 160 + Math.ceil(limit * 0.3),
+  },
+  { script: slidingWindowCounterScript, twin: slidingWindowCounterTwin, work: () => 8 },
+  { script: gcraScript, twin: gcraTwin, work: () => 5 },
 ];

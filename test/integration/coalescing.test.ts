@@ -53,7 +53,10 @@ describe('coalescing', () => {
       admitted.map((d) => d.remaining).sort((a, b) => a - b),
       Array.from({ length: 137 }, (_, i) => i),
     );
-    assert.equal(calls, 3 * Math.ceil(400 / 128), `${calls} script calls for 1200 takes`);
+    // Each connection's burst goes in batches of a growing share of what it has in flight
+    // (test/unit/coalescer.test.ts), at most 128 each: a short ramp, not one call per take.
+    assert.ok(calls >= 3 * Math.ceil(400 / 128), `${calls} script calls for 1200 takes`);
+    assert.ok(calls <= 3 * 16, `${calls} script calls for 1200 takes`);
   });
 
   it('mixed policies, versions and costs in one batch decide as the same takes one by one', async () => {
@@ -153,7 +156,9 @@ describe('coalescing', () => {
       Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy)),
     );
     assert.equal(decisions.filter((d) => d.allowed).length, 50);
-    assert.equal((await scriptCalls()) - before, Math.ceil(50 / 7));
+    // At most 7 per call (the sizes themselves: test/unit/coalescer.test.ts).
+    const calls = (await scriptCalls()) - before;
+    assert.ok(calls >= Math.ceil(50 / 7) && calls <= 50 / 4, `${calls} script calls`);
   });
 });
 

@@ -1,0 +1,162 @@
+/**
+ * How the coalescer cuts the requests of a node into script calls, with a stand-in store (a
+ * unit that never touches Redis; the real batches run in test/integration/coalescing.test.ts
+ * and script-time.test.ts): a few requests go together at the end of their turn; a burst
+ * goes in batches sent during the turn, each holding its share of what the node has in
+ * flight (so that Redis works on one while this process prepares the next); no batch passes
+ * `maxBatchSize` or the work bound, and a request is never split.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { LuaScript } from '../../src/algorithms/script.js';
+import {
+  type BatchRequest,
+  Coalescer,
+  MAX_BATCH_WORK,
+  MIN_EARLY_BATCH,
+  PIPELINE_DEPTH,
+} from '../../src/coalescer.js';
+import type { ScriptStore } from '../../src/stores/store.js';
+
+interface Sent {
+  readonly items: number;
+  readonly work: number;
+  /** Answers the call (every item admitted). */
+  answer(): void;
+}
+
+/** A store that records each script call and answers it when told. */
+function recordingStore() {
+  const sent: Sent[] = [];
+  let works: number[] = [];
+  const store: ScriptStore = {
+    evalScript(_script: LuaScript, keys: readonly string[]) {
+      const work = works.reduce((a, b) => a + b, 0);
+      works = [];
+      return new Promise((resolve) => {
+        const reply: number[] = [];
+        for (let i = 0; i < keys.length; i++) reply.push(1, 0, 1000, 0);
+        sent.push({ items: keys.length, work, answer: () => resolve(reply) });
+      });
+    },
+  };
+  const request = (size = 1, work = 4): BatchRequest & { settled: boolean } => {
+    const r = {
+      op: 't' as const,
+      size,
+      work,
+      script: undefined,
+      key: '',
+      args: [],
+      firstKey: 'k',
+      settled: false,
+      write(keys: string[], argv: string[]) {
+        works.push(work);
+        for (let i = 0; i < size; i++) keys.push(`k${i}`);
+        argv.push('1', '0');
+      },
+      done() {
+        r.settled = true;
+      },
+      fail(error: unknown) {
+        throw error;
+      },
+    };
+    return r;
+  };
+  return { store, sent, request };
+}
+
+const endOfTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe('the coalescer cuts script calls', () => {
+  it(`fewer than ${MIN_EARLY_BATCH} requests in a turn go together, at the end of the turn`, async () => {
+    const { store, sent, request } = recordingStore();
+    const coalescer = new Coalescer(store, 128, () => 0);
+    for (let i = 0; i < MIN_EARLY_BATCH - 1; i++) coalescer.add(request());
+    assert.equal(sent.length, 0, 'nothing sent before the turn ends');
+    await endOfTurn();
+    assert.deepEqual(
+      sent.map((s) => s.items),
+      [MIN_EARLY_BATCH - 1],
+    );
+  });
+
+  it('a burst goes during its turn, each batch its share of the load in flight, none over maxBatchSize', async () => {
+    const { store, sent, request } = recordingStore();
+    const coalescer = new Coalescer(store, 128, () => 0);
+    const requests = Array.from({ length: 1000 }, () => request());
+    for (const r of requests) coalescer.add(r);
+    const duringTurn = sent.map((s) => s.items);
+    await endOfTurn();
+    const all = sent.map((s) => s.items);
+    assert.equal(
+      all.reduce((a, b) => a + b, 0),
+      1000,
+    );
+    assert.ok(duringTurn.length > 1, 'batches went out while the burst was still being added');
+    assert.equal(duringTurn[0], MIN_EARLY_BATCH);
+    let inFlight = 0;
+    for (const [i, items] of all.entries()) {
+      assert.ok(items <= 128, `batch ${i}: ${items} items`);
+      // Sent early: full, or at least its share of what was in flight with it; the last
+      // one went at the end of the turn with whatever was left.
+      if (i < duringTurn.length && items < 128) {
+        assert.ok(items >= MIN_EARLY_BATCH);
+        assert.ok(items * PIPELINE_DEPTH >= inFlight + items, `batch ${i} of ${items}`);
+      }
+      inFlight += items;
+    }
+    // The ramp is short: a burst of 1000 does not become hundreds of calls.
+    assert.ok(all.length <= 24, `${all.length} calls`);
+    for (const s of sent) s.answer();
+    await endOfTurn();
+    assert.ok(requests.every((r) => r.settled));
+  });
+
+  it('answered calls leave the load: the next few requests go together again', async () => {
+    const { store, sent, request } = recordingStore();
+    const coalescer = new Coalescer(store, 128, () => 0);
+    for (let i = 0; i < 200; i++) coalescer.add(request());
+    await endOfTurn();
+    for (const s of sent) s.answer();
+    await endOfTurn();
+    const before = sent.length;
+    for (let i = 0; i < MIN_EARLY_BATCH - 1; i++) coalescer.add(request());
+    await endOfTurn();
+    assert.deepEqual(
+      sent.slice(before).map((s) => s.items),
+      [MIN_EARLY_BATCH - 1],
+    );
+  });
+
+  it('no batch passes the work bound; a request heavier than the bound goes alone', async () => {
+    const { store, sent, request } = recordingStore();
+    const coalescer = new Coalescer(store, 1024, () => 0);
+    const heavy = Math.floor(MAX_BATCH_WORK / 3) + 1; // three do not fit
+    for (let i = 0; i < 3; i++) coalescer.add(request(1, heavy));
+    coalescer.add(request(1, MAX_BATCH_WORK + 500));
+    coalescer.add(request(1, 4));
+    await endOfTurn();
+    assert.deepEqual(
+      sent.map((s) => s.work),
+      [2 * heavy, heavy, MAX_BATCH_WORK + 500, 4],
+    );
+    for (const s of sent) assert.ok(s.work <= MAX_BATCH_WORK || s.items === 1);
+  });
+
+  it('a request of several items is never split across calls', async () => {
+    const { store, sent, request } = recordingStore();
+    const coalescer = new Coalescer(store, 7, () => 0);
+    for (let i = 0; i < 10; i++) coalescer.add(request(3));
+    await endOfTurn();
+    assert.equal(
+      sent.reduce((a, s) => a + s.items, 0),
+      30,
+    );
+    for (const s of sent) {
+      assert.ok(s.items <= 7);
+      assert.equal(s.items % 3, 0, 'whole requests only');
+    }
+  });
+});
