@@ -190,8 +190,8 @@ export interface CreateRedisClientOptions {
    * own. Measured with node-redis 6.3: a command already written to a black-holed connection
    * stays pending past this timeout, so it never freed a `maxInFlight` slot — the watchdog
    * does, by recycling the connection — while arming it cost a timer (`AbortSignal.timeout`)
-   * per command: about 20 µs of CPU per decision at concurrency 1 (62–69 µs with it, 47–48
-   * without). It applies to the node-redis connection only (not to the limiter's script
+   * per command: about 18 µs of CPU per decision at concurrency 1 (medians of 5 runs: 64
+   * µs with it, 47 without). It applies to the node-redis connection only (not to the limiter's script
    * connection, see `fastPath`).
    */
   readonly commandTimeoutMs?: number;
@@ -234,9 +234,10 @@ export interface CreateRedisClientOptions {
  * called. Why: node-redis writes the commands of an event-loop turn together, in a
  * `setImmediate`, so Redis answers them all at once and Node and Redis take turns instead of
  * overlapping. Measured (closed loop, 16 concurrent callers, fixed window, random keys, one
- * private Redis, 2 cores): with `maxBatchSize: 4`, 58–61k decisions/s through
- * node-redis, 111–124k over the script connection; with `maxBatchSize: 1`, 52–60k and
- * 134–135k. The second connection is set up like the first — the same host, TLS options,
+ * private Redis, 2 cores; medians of 5 runs): with `maxBatchSize: 4`, 62k decisions/s
+ * through node-redis, 115k over the script connection; with `maxBatchSize: 1`, 59k and 136k.
+ * The gain needs several script calls per event-loop turn: when a turn's takes all go in one
+ * batch, the two are alike (66k). The second connection is set up like the first — the same host, TLS options,
  * user, password and database, `CLIENT SETNAME sluice` — counts toward the server's
  * `maxclients`, and follows the same rules: calls fail at once with `UnavailableError` while
  * it is down, a call that may have run is never sent again, its errors and reconnects are
