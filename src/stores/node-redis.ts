@@ -190,9 +190,9 @@ export interface CreateRedisClientOptions {
    * own. Measured with node-redis 6.3: a command already written to a black-holed connection
    * stays pending past this timeout, so it never freed a `maxInFlight` slot — the watchdog
    * does, by recycling the connection — while arming it cost a timer (`AbortSignal.timeout`)
-   * per command: about 18 µs of CPU per decision at concurrency 1 (medians of 5 runs: 64
-   * µs with it, 47 without). It applies to the node-redis connection only (not to the limiter's script
-   * connection, see `fastPath`).
+   * per command: about 18 µs of CPU per decision at concurrency 1 (medians of 5 runs: 64 µs
+   * with it, 47 without). It applies to the node-redis connection only (not to the limiter's
+   * script connection, see `fastPath`).
    */
   readonly commandTimeoutMs?: number;
   /**
@@ -237,15 +237,16 @@ export interface CreateRedisClientOptions {
  * private Redis, 2 cores; medians of 5 runs): with `maxBatchSize: 4`, 62k decisions/s
  * through node-redis, 115k over the script connection; with `maxBatchSize: 1`, 59k and 136k.
  * The gain needs several script calls per event-loop turn: when a turn's takes all go in one
- * batch, the two are alike (66k). The second connection is set up like the first — the same host, TLS options,
- * user, password and database, `CLIENT SETNAME sluice` — counts toward the server's
- * `maxclients`, and follows the same rules: calls fail at once with `UnavailableError` while
- * it is down, a call that may have run is never sent again, its errors and reconnects are
- * reported as the client's (`onError`, `onReconnect`, `metrics`), the stall watchdog probes
- * and recycles both connections together, `close()`/`destroy()`/`quit()` close both, and
- * `client.isReady` is true while both are ready. With `reconnect: false`, losing either
- * connection closes the client (both). A client made otherwise (`createClient()`, or a
- * `duplicate()`) is driven through node-redis alone.
+ * batch, the two are alike (66k). The second connection is set up like the first — the
+ * same host, TLS options, user, password and database, `CLIENT SETNAME sluice` — counts
+ * toward the server's `maxclients`, and follows the same rules: calls fail at once with
+ * `UnavailableError` while it is down, a call that may have run is never sent again, its
+ * errors and reconnects are reported as the client's (`onError`, `onReconnect`, `metrics`),
+ * the stall watchdog probes and recycles both connections together,
+ * `close()`/`destroy()`/`quit()` close both, and `client.isReady` is true while both are
+ * ready. With `reconnect: false`, losing either connection closes the client (both). A
+ * client made otherwise (`createClient()`, or a `duplicate()`) is driven through node-redis
+ * alone.
  *
  * @throws {InvalidInputError} for a bad or unknown option (`.field` is `options.<name>`),
  *   before anything connects.
