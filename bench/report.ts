@@ -5,6 +5,7 @@
  */
 import type { CheckResult } from './check.js';
 import type { Environment } from './environment.js';
+import type { ScriptTimeResult } from './script-time.js';
 import type { ServerLimit } from './server-limit.js';
 import { renderTargets } from './targets.js';
 import type { RunResult } from './types.js';
@@ -32,6 +33,8 @@ export interface BenchResults {
   readonly scenarioDescriptions: Record<string, string>;
   readonly checks: readonly CheckResult[];
   readonly serverLimits: readonly ServerLimit[];
+  /** The longest script call per policy at its worst accepted parameters (bench/script-time.ts). */
+  readonly scriptTimes?: readonly ScriptTimeResult[];
   readonly runs: readonly RunResult[];
   readonly failures: readonly RunFailure[];
   readonly wallClockSec: number;
@@ -184,6 +187,26 @@ function ratioTable(summary: readonly SummaryRow[]): string {
   );
 }
 
+/** The longest script call per policy at its worst accepted parameters. */
+function scriptTimeSection(results: BenchResults): string[] {
+  const times = results.scriptTimes ?? [];
+  if (times.length === 0) return [];
+  return [
+    '## Longest script call per policy (worst accepted parameters, largest batches)',
+    '',
+    'How long Redis itself ran the longest script call (`SLOWLOG`, µs of execution) when a limiter with ' +
+      '`maxBatchSize: 1024` sends 3,072 calls issued in one turn against the worst stored state ' +
+      '(bench/script-time.ts; test/integration/script-time.test.ts asserts < 5 ms). Shown: the shortest of the ' +
+      'rounds’ longest call, then every round’s.',
+    '',
+    table(
+      ['case', 'longest µs', 'per round µs'],
+      times.map((t) => [t.name, int(t.longestUs), t.rounds.map(int).join(', ')]),
+    ),
+    '',
+  ];
+}
+
 /** Observations the numbers call for, derived from them. */
 function notes(results: BenchResults, summary: readonly SummaryRow[]): string[] {
   const lines: string[] = [];
@@ -295,6 +318,7 @@ export function renderMarkdown(results: BenchResults): string {
     '',
     ...results.serverLimits.map((s) => `- \`${s.command}\``),
     '',
+    ...scriptTimeSection(results),
     `## Summary (median of ${options.rounds} round${options.rounds === 1 ? '' : 's'})`,
     '',
     table(
@@ -303,7 +327,7 @@ export function renderMarkdown(results: BenchResults): string {
       3,
     ),
     '',
-    ...renderTargets(summary),
+    ...renderTargets(results),
     '## sluice against each contender (ratios of the medians)',
     '',
     ratioTable(summary),

@@ -22,6 +22,7 @@ import { formatJson } from './json.js';
 import { measureInChild } from './measure.js';
 import { type BenchResults, type RunFailure, renderMarkdown, summarize } from './report.js';
 import { getScenario, scenarioNames } from './scenarios.js';
+import { measureScriptTimes, type ScriptTimeResult } from './script-time.js';
 import { runServerLimit, SERVER_LIMIT_CASES, type ServerLimit } from './server-limit.js';
 import { renderChart } from './svg.js';
 import type { RunConfig, RunResult } from './types.js';
@@ -30,7 +31,7 @@ const USAGE = `Usage: node --import tsx bench/run.ts [options]
 
   --duration <ms>        measured span of each run (default 2000; --quick: 1000)
   --warmup <ms>          warm-up before each measured span (default 500; --quick: 300)
-  --rounds <n>           interleaved rounds, >= 1 (default 2; --quick: 1)
+  --rounds <n>           interleaved rounds, >= 1 (default 3; --quick: 1)
   --quick                one round, 1 s runs, C=256 only
   --contenders <a,b>     any of: ${contenderNames.join(', ')}
                          (default: ${defaultContenderNames.join(', ')})
@@ -93,7 +94,7 @@ function parseOptions(argv: string[]): Options | undefined {
   return {
     durationMs: positiveInt('--duration', values.duration ?? (quick ? '1000' : '2000')),
     warmupMs: positiveInt('--warmup', values.warmup ?? (quick ? '300' : '500')),
-    rounds: positiveInt('--rounds', values.rounds ?? (quick ? '1' : '2')),
+    rounds: positiveInt('--rounds', values.rounds ?? (quick ? '1' : '3')),
     contenders,
     scenarios,
     concurrency: list(values.concurrency ?? (quick ? '256' : '1,16,256')).map((c) =>
@@ -185,7 +186,13 @@ async function main(): Promise<number> {
         progress(`${Math.round(limit.requestsPerSec).toLocaleString('en-US')} requests/s\n`);
       }
 
-      // 3. Interleaved measured runs.
+      // 3. The longest script call per policy at its worst accepted parameters.
+      progress('longest script call per policy … ');
+      const scriptTimes: ScriptTimeResult[] = await measureScriptTimes(redis.url, 3);
+      progress(`${Math.max(...scriptTimes.map((t) => t.longestUs))} µs at most\n`);
+      await admin.sendCommand(['FLUSHDB']); // the private server's own keys, before the runs
+
+      // 4. Interleaved measured runs.
       const runs: RunResult[] = [];
       const failures: RunFailure[] = [];
       let index = 0;
@@ -237,7 +244,7 @@ async function main(): Promise<number> {
         }
       }
 
-      // 4. Reports.
+      // 5. Reports.
       const contenderDescriptions: Record<string, string> = {};
       for (const name of options.contenders) {
         contenderDescriptions[name] = (await loadContender(name)).description;
@@ -259,6 +266,7 @@ async function main(): Promise<number> {
         ),
         checks,
         serverLimits,
+        scriptTimes,
         runs,
         failures,
         wallClockSec: (performance.now() - started) / 1000,

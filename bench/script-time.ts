@@ -1,0 +1,170 @@
+/**
+ * The longest script call per policy at its worst accepted parameters: the measurement
+ * behind the bounded-script-time rule (no script call holds Redis for 5 ms or more), run by
+ * test/integration/script-time.test.ts (which asserts it) and by bench/run.ts (which reports
+ * it in RESULTS.md).
+ *
+ * Each case drives the real decision path (a `RateLimiter` with the largest `maxBatchSize`)
+ * with many calls issued in one turn, so the coalescer builds its largest batches, against
+ * the worst stored state for the policy, and reads how long Redis itself ran each script
+ * call (`SLOWLOG`, microseconds of execution, no network or queueing). The longest call of
+ * a round counts; a case reports the shortest of several rounds, so a moment when another
+ * process had the core does not count, while a script whose work grows with a parameter
+ * (the first sliding log: 12.9 ms for one take of cost 10,000) or a batch bounded by count
+ * alone (16 such takes: 190 ms) shows in every round.
+ *
+ * The server must log every command (`slowlog-log-slower-than 0`, a long `slowlog-max-len`):
+ * {@link measureScriptTimes} sets both on the server it is given, which must be private.
+ */
+import { fixedWindow } from '../src/algorithms/fixed-window.js';
+import { gcra } from '../src/algorithms/gcra.js';
+import { MAX_LIMIT, MAX_WINDOW_MS, type Policy } from '../src/algorithms/policy.js';
+import { slidingWindowCounter } from '../src/algorithms/sliding-window-counter.js';
+import { MAX_LOG_LIMIT, slidingWindowLog } from '../src/algorithms/sliding-window-log.js';
+import { tokenBucket } from '../src/algorithms/token-bucket.js';
+import { MAX_BATCH_SIZE, RateLimiter } from '../src/limiter.js';
+import { createRedisClient } from '../src/stores/node-redis.js';
+import type { Scope } from '../src/types.js';
+
+/** The rule, in µs. */
+export const SCRIPT_TIME_LIMIT_US = 5000;
+/** Calls issued in one turn per round: three of the largest batches. */
+const CALLS = 3 * MAX_BATCH_SIZE;
+
+export interface ScriptTimeCase {
+  readonly name: string;
+  readonly policy: Policy;
+  /** Puts the scopes in their worst state for the round (untimed). */
+  prepare?(limiter: RateLimiter, scopes: readonly Scope[]): Promise<void>;
+  /** One call of the timed burst. */
+  call(limiter: RateLimiter, scope: Scope, i: number): Promise<unknown>;
+  /** Scopes per round (default: one per call). */
+  readonly scopes?: number;
+}
+
+export interface ScriptTimeResult {
+  readonly name: string;
+  readonly algorithm: string;
+  /** The longest script call of each round, µs. */
+  readonly rounds: readonly number[];
+  /** The shortest of them: what the case reports. */
+  readonly longestUs: number;
+}
+
+const log = slidingWindowLog({ limit: MAX_LOG_LIMIT, windowMs: MAX_WINDOW_MS });
+
+/** Full sliding logs: MAX_LOG_LIMIT admissions of cost 1 each, the most members a log holds. */
+async function fillLogs(limiter: RateLimiter, scopes: readonly Scope[]): Promise<void> {
+  for (const scope of scopes) {
+    for (let done = 0; done < MAX_LOG_LIMIT; done += MAX_BATCH_SIZE) {
+      const n = Math.min(MAX_BATCH_SIZE, MAX_LOG_LIMIT - done);
+      await Promise.all(Array.from({ length: n }, () => limiter.take(scope, log)));
+    }
+  }
+}
+
+export const scriptTimeCases: readonly ScriptTimeCase[] = [
+  ...[
+    // Their work does not grow with a parameter (a few commands on one key): large values
+    // the builders accept.
+    fixedWindow({ limit: MAX_LIMIT, windowMs: MAX_WINDOW_MS }),
+    tokenBucket({ capacity: 1_000_000, refillTokens: 1, refillIntervalMs: 1_000_000_000 }),
+    gcra({ limit: 1_000_000, periodMs: 1_000_000_000 }),
+    slidingWindowCounter({ limit: 1_000_000, windowMs: 1_000_000_000 }),
+  ].map(
+    (policy): ScriptTimeCase => ({
+      name: `${policy.algorithm}: takes creating keys`,
+      policy,
+      call: (limiter, scope) => limiter.take(scope, policy),
+    }),
+  ),
+  {
+    name: 'sliding-window-log: takes of cost 10,000 (the largest), each on a fresh key',
+    policy: log,
+    call: (limiter, scope) => limiter.take(scope, log, { cost: MAX_LOG_LIMIT }),
+  },
+  {
+    name: 'sliding-window-log: denials against full logs (the retry time searched)',
+    policy: log,
+    scopes: 4,
+    prepare: fillLogs,
+    call: (limiter, scope, i) => limiter.take(scope, log, { cost: 1 + (i % MAX_LOG_LIMIT) }),
+  },
+  {
+    name: 'sliding-window-log: takeAll of 16 logs, cost 10,000 each (dry pass, then taken)',
+    policy: log,
+    call: (limiter, scope) =>
+      limiter.takeAll(
+        Array.from({ length: 16 }, (_, j) => ({
+          scope: { ...scope, user: `u${j}` },
+          policy: log,
+          cost: MAX_LOG_LIMIT,
+        })),
+      ),
+  },
+];
+
+/**
+ * Runs every case (or those named) against the private server at `url`, `rounds` rounds
+ * each, on fresh random scopes.
+ */
+export async function measureScriptTimes(
+  url: string,
+  rounds = 5,
+  cases: readonly ScriptTimeCase[] = scriptTimeCases,
+): Promise<ScriptTimeResult[]> {
+  const client = await createRedisClient({ url, reconnect: false });
+  try {
+    await client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '0']);
+    await client.sendCommand(['CONFIG', 'SET', 'slowlog-max-len', '1000000']);
+    const limiter = new RateLimiter({
+      client,
+      maxBatchSize: MAX_BATCH_SIZE,
+      maxInFlight: 100_000,
+      timeoutMs: 60_000,
+      denialCache: false,
+    });
+    const results: ScriptTimeResult[] = [];
+    for (const c of cases) {
+      const longest: number[] = [];
+      for (let round = 0; round < rounds; round++) {
+        const scopes = Array.from({ length: c.scopes ?? CALLS }, () => ({
+          tenant: `st-${Math.random().toString(36).slice(2)}`,
+          route: 'GET/t',
+        }));
+        await c.prepare?.(limiter, scopes);
+        await client.sendCommand(['SLOWLOG', 'RESET']);
+        await Promise.all(
+          Array.from({ length: CALLS }, (_, i) =>
+            c.call(limiter, scopes[i % scopes.length] as Scope, i),
+          ),
+        );
+        longest.push(await longestScript(client));
+      }
+      results.push({
+        name: c.name,
+        algorithm: c.policy.algorithm,
+        rounds: longest,
+        longestUs: Math.min(...longest),
+      });
+    }
+    await client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '10000']);
+    await client.sendCommand(['SLOWLOG', 'RESET']);
+    return results;
+  } finally {
+    client.destroy();
+  }
+}
+
+/** The longest script call in the server's slow log, in µs. */
+async function longestScript(client: {
+  sendCommand(args: string[]): Promise<unknown>;
+}): Promise<number> {
+  const entries = (await client.sendCommand(['SLOWLOG', 'GET', '-1'])) as unknown[][];
+  let longest = 0;
+  for (const entry of entries) {
+    const command = String((entry[3] as unknown[])[0]).toUpperCase();
+    if (command === 'EVALSHA' || command === 'EVAL') longest = Math.max(longest, Number(entry[2]));
+  }
+  return longest;
+}
