@@ -190,8 +190,8 @@ export interface CreateRedisClientOptions {
    * own. Measured with node-redis 6.3: a command already written to a black-holed connection
    * stays pending past this timeout, so it never freed a `maxInFlight` slot — the watchdog
    * does, by recycling the connection — while arming it cost a timer (`AbortSignal.timeout`)
-   * per command: about 18 µs of CPU per decision at concurrency 1 (medians of 5 runs: 64 µs
-   * with it, 47 without). It applies to the node-redis connection only (not to the limiter's
+   * per command: about 15 µs of CPU per decision at concurrency 1 (medians of 5 runs: 63–64
+   * µs with it, 47–49 without). It applies to the node-redis connection only (not to the limiter's
    * script connection, see `fastPath`).
    */
   readonly commandTimeoutMs?: number;
@@ -234,10 +234,10 @@ export interface CreateRedisClientOptions {
  * called. Why: node-redis writes the commands of an event-loop turn together, in a
  * `setImmediate`, so Redis answers them all at once and Node and Redis take turns instead of
  * overlapping. Measured (closed loop, 16 concurrent callers, fixed window, random keys, one
- * private Redis, 2 cores; medians of 5 runs): with `maxBatchSize: 4`, 62k decisions/s
- * through node-redis, 115k over the script connection; with `maxBatchSize: 1`, 59k and 136k.
- * The gain needs several script calls per event-loop turn: when a turn's takes all go in one
- * batch, the two are alike (66k). The second connection is set up like the first — the
+ * private Redis, 2 cores; medians of 5 runs): 61k decisions/s through node-redis, 114k over
+ * the script connection (`maxBatchSize: 4`: 58k and 135k). The gain needs several script
+ * calls in flight, as the coalescer sends them: one batch per event-loop turn gave the same
+ * (66k) over either. The second connection is set up like the first — the
  * same host, TLS options, user, password and database, `CLIENT SETNAME sluice` — counts
  * toward the server's `maxclients`, and follows the same rules: calls fail at once with
  * `UnavailableError` while it is down, a call that may have run is never sent again, its
