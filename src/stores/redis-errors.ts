@@ -16,8 +16,12 @@ import { StoreError, UnavailableError } from '../errors.js';
 const TRANSIENT_REPLIES =
   /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS)\b/;
 
-/** A script's access to a key whose slot this cluster node does not serve (a stale slot map). */
-const NOT_HERE = /non local key/;
+/**
+ * A script's command refused by a cluster node: a key whose slot the node does not serve (a
+ * stale slot map), or any command while the cluster is down (a failover under way). Both
+ * fail at the script's first command on that key, before it wrote anything.
+ */
+const NOT_HERE = /non local key|while the cluster is down/;
 
 /** The sluice error for a Redis error reply's text. */
 export function errorFromReply(message: string, cause?: unknown): StoreError | UnavailableError {

@@ -225,7 +225,10 @@ describe('ioredis Redis: decisions', () => {
       admitted.map((d) => d.remaining).sort((a, b) => a - b),
       [0, 1, 2, 3, 4, 5, 6, 7, 8, 9],
     );
-    assert.equal((await scriptCalls()) - calls, 3, "each client's 20 takes went as one batch");
+    // Batches of at least 4 (each its share of what the client has in flight; the cuts:
+    // test/unit/coalescer.test.ts), not a call per take.
+    const sent = (await scriptCalls()) - calls;
+    assert.ok(sent >= 3 && sent <= 3 * (20 / 4), `${sent} script calls for 3 × 20 takes`);
     for (const limiter of limiters) {
       const stats = limiter.stats();
       assert.equal(stats.unavailable + stats.storeError + stats.timeout, 0);
