@@ -197,10 +197,10 @@ export function evaluateTargets(results: BenchResults): Target[] {
   }
   for (const s of results.scriptTimes ?? []) {
     targets.push({
-      label: `longest script call, ${s.name}`,
+      label: `longest script call (second of its round), ${s.name}`,
       goal: `< ${SCRIPT_TIME_LIMIT_US / 1000} ms`,
       measured: s.longestUs,
-      spread: [Math.min(...s.rounds), Math.max(...s.rounds)],
+      spread: [Math.min(...s.secondRounds), Math.max(...s.secondRounds)],
       met: s.longestUs < SCRIPT_TIME_LIMIT_US,
       why: WHY.scriptTime,
       unit: 'us',
@@ -227,7 +227,7 @@ export function renderTargets(results: BenchResults): string[] {
   const lines = [
     '## Targets (ratios of medians, same run; spread = min–max of the per-round ratios)',
     '',
-    'Script times: the shortest of the rounds’ longest script call (spread: every round’s longest).',
+    'Script times: the shortest of the rounds’ second-longest script call (spread: every round’s).',
     '',
     '| target | goal | measured | spread | verdict |',
     '| --- | --- | ---: | ---: | --- |',

@@ -95,12 +95,14 @@ export const MIN_EARLY_BATCH = 4;
 
 /**
  * Most work in one script call, whatever `maxBatchSize` says, in estimated µs of Redis time
- * (see `BatchRequest.work`): a script call holds Redis while it runs. 1 ms: a fifth of the
- * rule that no script call holds Redis for 5 ms (test/integration/script-time.test.ts),
- * room for a slower server. A request is never split; one heavier than this goes alone, and
- * its work is bounded by its algorithm.
+ * (see `BatchRequest.work`): a script call holds Redis while it runs. 0.5 ms, a tenth of
+ * the rule that no script call holds Redis for 5 ms (test/integration/script-time.test.ts):
+ * measured, about one call in ten runs 3–6× its estimate (Lua's garbage collector sweeping
+ * what earlier calls left, which grows with the batch), and a server may be slower than
+ * this one. A request is never split; one heavier than this goes alone, and its work is
+ * bounded by its algorithm.
  */
-export const MAX_BATCH_WORK = 1000;
+export const MAX_BATCH_WORK = 500;
 
 export class Coalescer {
   readonly #store: ScriptStore;

@@ -90,6 +90,8 @@ describe('the coalescer cuts script calls', () => {
     const duringTurn = sent.map((s) => s.items);
     await endOfTurn();
     const all = sent.map((s) => s.items);
+    // Full: no room for one more request of 1 item and work 4.
+    const full = sent.map((s) => s.items === 128 || s.work + 4 > MAX_BATCH_WORK);
     assert.equal(
       all.reduce((a, b) => a + b, 0),
       1000,
@@ -99,9 +101,10 @@ describe('the coalescer cuts script calls', () => {
     let inFlight = 0;
     for (const [i, items] of all.entries()) {
       assert.ok(items <= 128, `batch ${i}: ${items} items`);
+      assert.ok((sent[i]?.work ?? 0) <= MAX_BATCH_WORK, `batch ${i}: work ${sent[i]?.work}`);
       // Sent early: full, or at least its share of what was in flight with it; the last
       // one went at the end of the turn with whatever was left.
-      if (i < duringTurn.length && items < 128) {
+      if (i < duringTurn.length && !full[i]) {
         assert.ok(items >= MIN_EARLY_BATCH);
         assert.ok(items * PIPELINE_DEPTH >= inFlight + items, `batch ${i} of ${items}`);
       }
