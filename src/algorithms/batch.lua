@@ -53,28 +53,47 @@ end
 
 local a = 1 -- ARGV cursor
 local k = 0 -- KEYS cursor
-while a <= #ARGV do
+local argc = #ARGV
+while a <= argc do
   local op = ARGV[a]
   local n = tonumber(ARGV[a + 1])
   a = a + 2
-  local ids, bases = {}, {}
-  for j = 1, n do
-    ids[j] = tonumber(ARGV[a])
-    bases[j] = a + 1 -- ARGV[base] is the argument count; the arguments follow it
-    a = a + 2 + tonumber(ARGV[a + 1])
-  end
   local first = k + 1
   k = k + n
 
-  if op == 'r' then
-    -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
-    -- this request alone.
-    local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
-    if ok then emit(r, 0, 0, 0) else failed(1, r) end
-  elseif op == 't' and n == 1 then
-    local ok, r = decide(first, ids[1], bases[1], false, false)
-    if ok then emit(r[1], r[2], r[3], r[4]) else failed(1, r) end
+  if n == 1 then
+    -- One item (most requests), read in place. ARGV[base] is its argument count.
+    local id, base = tonumber(ARGV[a]), a + 1
+    a = a + 2 + tonumber(ARGV[base])
+    if op == 'r' then
+      -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
+      -- this request alone.
+      local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
+      if ok then emit(r, 0, 0, 0) else failed(1, r) end
+    else
+      -- A take decides as a lone take; a peek decides dry (nothing written). (`decide`,
+      -- inlined: this is the path of almost every item.)
+      local algorithm = ALGORITHMS[id]
+      local ok, r
+      if algorithm == nil then
+        ok, r = false, 'ERR unknown algorithm id ' .. tostring(id)
+      else
+        ok, r = pcall(algorithm, first, base, op ~= 't', false)
+      end
+      if ok then
+        out[o], out[o + 1], out[o + 2], out[o + 3] = r[1], r[2], r[3], r[4]
+        o = o + 4
+      else
+        failed(1, r)
+      end
+    end
   else
+    local ids, bases = {}, {}
+    for j = 1, n do
+      ids[j] = tonumber(ARGV[a])
+      bases[j] = a + 1 -- ARGV[base] is the argument count; the arguments follow it
+      a = a + 2 + tonumber(ARGV[a + 1])
+    end
     -- Every item decided dry first: nothing written yet.
     local replies = {}
     local all = true
