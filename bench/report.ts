@@ -229,7 +229,22 @@ function notes(results: BenchResults, summary: readonly SummaryRow[]): string[] 
     lines.push(
       `- Decisions/s varied by more than 30% between rounds in ${noisy.length} of ${summary.length} ` +
         'cells (± is half the range across rounds): on a 2-core machine Redis, the client and ' +
-        'anything else running share the cores. More rounds (`--rounds 3`) tighten the medians.',
+        'anything else running share the cores. More rounds (`--rounds 5`) tighten the medians.',
+    );
+  }
+  const cachedWithErrors = summary.filter(
+    (r) => r.errors > 0 && r.scenario === 'hot' && r.scriptCallsPerDecision < 0.005,
+  );
+  if (cachedWithErrors.length > 0) {
+    const cells = cachedWithErrors.map(
+      (r) => `${r.contender} ${r.scenario} C=${r.concurrency} (${r.errors} over the rounds)`,
+    );
+    lines.push(
+      `- Timeouts where the denial cache answers: ${cells.join(', ')}. The bench's workers answered ` +
+        'in process never yield the event loop (awaiting a settled promise is a microtask), so the few ' +
+        'calls that must reach Redis — the reset epoch is read again every 750 ms — wait past their ' +
+        '150 ms deadline for the loop to read their replies. A server yields between requests (each ' +
+        'arrives as I/O); the same happens with `fastPath: false`.',
     );
   }
   if (results.environment.srcChangedDuringRun) {
