@@ -91,9 +91,11 @@ export interface RateLimiterOptions {
    */
   readonly maxInFlight?: number;
   /**
-   * Most takes coalesced into one script call: takes issued in the same event-loop turn
-   * are sent together (see `coalescer.ts`). 1 sends every take alone. A positive safe
-   * integer. Default 128.
+   * Most items coalesced into one script call: calls issued in the same event-loop turn
+   * are sent together, in batches of a share of what is in flight (see `coalescer.ts`).
+   * 1 sends every take alone. Whatever this says, a batch also holds at most about 0.5 ms
+   * of estimated Redis work (`MAX_BATCH_WORK`), and a `takeAll` is never split. A positive
+   * safe integer up to 1024. Default 128.
    */
   readonly maxBatchSize?: number;
   /**
