@@ -138,8 +138,13 @@ const METRIC_HEADER = [
 ];
 
 function metricCells(r: SummaryRow | RunResult, allowedShare: number): string[] {
+  // ± is half the range across rounds; one round has no spread to show.
   const spread =
-    'decisionsPerSecSpread' in r ? ` ±${Math.round((r.decisionsPerSecSpread * 100) / 2)}%` : '';
+    'decisionsPerSecSpread' in r
+      ? r.rounds > 1
+        ? ` ±${Math.round((r.decisionsPerSecSpread * 100) / 2)}%`
+        : ' (1 round)'
+      : '';
   return [
     r.scenario,
     String(r.concurrency),

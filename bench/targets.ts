@@ -65,23 +65,22 @@ function compare(
 const WHY = {
   c1:
     'At concurrency 1 each decision is one round trip and mostly system time, the same for every ' +
-    'contender: a CPU profile of sluice at C=1 shows the socket write alone at about 12 µs of the ~45 µs ' +
-    'of Node CPU per decision and sluice’s own JavaScript at 3–4 µs (key hashing 0.4 µs). The two ' +
-    'clients measure within about 5 % of each other from run to run (0.97–1.04×); what is left is below ' +
-    'what this 2-core machine resolves.',
+    'contender: a CPU profile of sluice at C=1 (2026-12-01) showed the socket write alone at about 12 µs of ' +
+    'the ~45 µs of Node CPU per decision and sluice’s own JavaScript at 3–4 µs (key hashing 0.4 µs). On ' +
+    'this 2-core machine a C=1 run lands near 10k or near 30k decisions/s depending on how the scheduler ' +
+    'places the two processes, for either library: compare the per-round ratios, not one round.',
   c16:
-    'At 16 callers Redis is near one core (Redis CPU/dec × decisions/s ≈ 0.85 for both), so the rate is ' +
-    'Redis time per decision, and sluice’s is within a few % of rate-limiter-flexible’s: batching ' +
-    'saves the per-call overhead (0.25 script calls per decision), but each item carries a longer key ' +
-    '(the key scheme’s namespace, tenant hash, policy id and scope hash: about 70 bytes against 20), ' +
-    'seven arguments, and four integers back. The client process is not the limit (6.1 µs of Node CPU ' +
-    'per decision against 7.2).',
+    'At 16 callers Redis is near one core for both libraries (Redis CPU/dec × decisions/s in the summary), ' +
+    'so the rate is Redis time per decision, and sluice’s is within a few % of rate-limiter-flexible’s ' +
+    '(see the Redis CPU row): batching saves the per-call overhead, but each item carries a longer key ' +
+    '(namespace, tenant hash, policy id and scope hash: about 70 bytes against 20), seven arguments, and ' +
+    'four integers back. The client process is not the limit (compare the Node CPU/dec columns).',
   throughputRlf:
-    'Redis is the bottleneck of this cell: on random keys every decision creates a key with a TTL; sluice ' +
-    'runs at 0.9–1.0× the floor (the same script sent bare) and near what `redis-benchmark` reaches for it ' +
-    '(see "Server limit"). rate-limiter-flexible reaches about 128k/s here with 5.6 µs of Redis CPU per ' +
-    'decision; twice its rate would need under 2.8 µs of Redis time per decision in all, while the script ' +
-    'time of creating one key with an expiry (a bare Lua loop of `SET … PX NX GET`) is 1.5–2.1 µs alone.',
+    'Redis is the bottleneck of this cell: on random keys every decision creates a key with a TTL; compare ' +
+    'sluice with the floor (the same script sent bare) and with what `redis-benchmark` reaches for it ' +
+    '("Server limit"). Twice rate-limiter-flexible’s rate needs half its Redis time per decision (its ' +
+    'Redis CPU/dec in the summary), while the script time of creating one key with an expiry alone (a bare ' +
+    'Lua loop of `SET … PX NX GET`, measured 2026-12-01) is 1.5–2.1 µs.',
   floor:
     'The floor is one bare socket writing each EVALSHA of the fixed-window script the moment it is called, ' +
     'with no validation, hashing, deadline or batching.',
@@ -93,8 +92,8 @@ const WHY = {
     'Redis CPU per decision is dominated by what every contender pays per new key: parsing the command, ' +
     'creating the key and its expiry, writing the reply. Creating the fixed window’s counter in one command ' +
     '(`SET … PX NX GET`) and reading one-item requests in place brought sluice’s script time from 3.9 to ' +
-    '3.0–3.4 µs per new key in a batch, but 0.6× rate-limiter-flexible is about 3.3 µs per decision in all: ' +
-    'less than the script time of one item.',
+    '3.0–3.4 µs per new key in a batch (2026-12-01), but 0.6× rate-limiter-flexible is less than that ' +
+    'script time alone.',
   cache:
     'The denial cache costs the allowed path one Map lookup per take; a miss here beyond the spread would be ' +
     'a regression.',
@@ -105,10 +104,10 @@ const WHY = {
     'validating the scope, the cache lookup and the bench loop itself.',
   takeAll:
     'A takeAll of 3 limits on random keys creates three keys where a take creates one, and validates, ' +
-    'hashes, encodes and decodes three items: at C=1 the per-call costs both share keep the ratio near ' +
-    '1.2× (Node) and 1.5× (Redis); batched (C ≥ 16) the shared part is small and the ratio nears the 3 keys ' +
-    'written. Below 1.5× needs fewer keys per tenant: one hash per tenant with an expiry per field ' +
-    '(`HPEXPIRE`, Redis ≥ 7.4; this machine runs 7.0).',
+    'hashes, encodes and decodes three items: at C=1 the per-call costs both share hold the ratio down; ' +
+    'batched (C ≥ 16) the shared part is small and the ratio nears the 3 keys written. Below 1.5× needs ' +
+    'fewer keys per tenant: one hash per tenant with an expiry per field (`HPEXPIRE`, Redis ≥ 7.4; this ' +
+    'machine runs 7.0).',
   scriptTime: 'A script call held Redis for 5 ms or more: see the script-time table.',
 } as const;
 

@@ -22,7 +22,7 @@
 -- full log of 10,000 members, which a call reading the key just then includes).
 -- Memory (MEMORY USAGE, Redis 7.0): about 130 bytes per member once the log holds more than
 -- 128 (a skiplist), about 32 while it holds at most 128 (a listpack): a full log at `limit`
--- 10,000 of cost-1 takes is 1.29 MB; a take of cost 10,000 is one member, a 96-byte key.
+-- 10,000 of cost-1 takes is 1.29 MB; a take of cost 10,000 is one member (its key about 150–200 bytes in all).
 -- The policy builder caps `limit` at 10,000.
 --
 -- KEYS[1]  the log: a sorted set of admitted takes, score = admission time in ms

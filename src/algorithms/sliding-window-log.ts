@@ -9,7 +9,7 @@
  * Memory (Redis 7.0 `MEMORY USAGE`): a log holds at most `limit` members, one per take in the
  * window (and a few that left it, trimmed 8 per call), about 130 bytes each beyond 128
  * members, about 32 bytes up to 128: 1.29 MB for a full log of cost-1 takes at the cap,
- * {@link MAX_LOG_LIMIT}; a take of cost 10,000 is one member (a 96-byte key).
+ * {@link MAX_LOG_LIMIT}; a take of cost 10,000 is one member (its key about 150–200 bytes in all).
  *
  * Redis cost per decision: TIME; ZRANGE of the newest entry; ZCOUNT, ZCARD and a
  * ZREMRANGEBYRANK of at most 8 stale members; ZRANGE of the first entry in the window. A denial
