@@ -45,20 +45,22 @@ export function toSluiceError(error: unknown): Error {
 export function setupError(error: unknown): RedisConfigError | undefined {
   const message = error instanceof Error ? error.message : String(error);
   const code = (error as { code?: unknown } | null)?.code;
-  const reason: RedisConfigReason | undefined = /^WRONGPASS\b/.test(message)
-    ? 'wrong-password'
-    : /^NOAUTH\b/.test(message)
-      ? 'auth-required'
-      : /^NOPERM\b/.test(message)
-        ? 'no-permission'
-        : /DB index is out of range|invalid DB index/i.test(message)
-          ? 'database'
-          : (typeof code === 'string' && /^ERR_SSL|^ERR_TLS|CERT|UNABLE_TO_VERIFY/.test(code)) ||
-              /SSL routines|wrong version number|self[- ]signed certificate|certificate/i.test(
-                message,
-              )
-            ? 'tls'
-            : undefined;
+  // A password given to a server that has none is refused like a wrong one.
+  const reason: RedisConfigReason | undefined =
+    /^WRONGPASS\b|called without any password configured/.test(message)
+      ? 'wrong-password'
+      : /^NOAUTH\b/.test(message)
+        ? 'auth-required'
+        : /^NOPERM\b/.test(message)
+          ? 'no-permission'
+          : /DB index is out of range|invalid DB index/i.test(message)
+            ? 'database'
+            : (typeof code === 'string' && /^ERR_SSL|^ERR_TLS|CERT|UNABLE_TO_VERIFY/.test(code)) ||
+                /SSL routines|wrong version number|self[- ]signed certificate|certificate/i.test(
+                  message,
+                )
+              ? 'tls'
+              : undefined;
   return reason === undefined ? undefined : new RedisConfigError(reason, message, { cause: error });
 }
 
@@ -386,20 +388,18 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
     fast.on('end', () => client.destroy());
     attachFastPath(client, fast);
   }
-  let watchdog: StallWatchdog | undefined;
-  if (stallTimeoutMs > 0) {
-    watchdog = watchForStalls(
-      fast === undefined ? client : watchedPair(client, fast, destroyClient),
-      {
-        stallTimeoutMs,
-        reconnect,
-        onStall: (error) => {
-          report(error, 'stall_recycle');
-          options.onStall?.(error);
-        },
+  const watch = () =>
+    watchForStalls(fast === undefined ? client : watchedPair(client, fast, destroyClient), {
+      stallTimeoutMs,
+      reconnect,
+      onStall: (error) => {
+        report(error, 'stall_recycle');
+        options.onStall?.(error);
       },
-    );
-  }
+    });
+  let watchdog: StallWatchdog | undefined = stallTimeoutMs > 0 ? watch() : undefined;
+  /** The owner closed the client (the watchdog stopped, the script connection closed). */
+  let closedByOwner = false;
   if (watchdog === undefined && fast === undefined) return client;
   // The owner closing the client ends the watchdog at once and closes the script connection
   // too. A graceful close (close, quit) never rejects for a client already closed — by the
@@ -412,6 +412,7 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
     const original = owned[method];
     if (typeof original !== 'function') continue;
     owned[method] = function (this: unknown, ...args: unknown[]) {
+      closedByOwner = true;
       const midRecycle = watchdog?.stop() ?? false;
       if (!(method in graceful)) {
         fast?.destroy();
@@ -450,6 +451,27 @@ export async function createRedisClient(given?: CreateRedisClientOptions) {
           throw error;
         },
       );
+    };
+  }
+  // Opened again by its owner after a close: the script connection and the watchdog too
+  // (without this, node-redis answered again while every take stayed UnavailableError).
+  const connect = owned.connect;
+  if (typeof connect === 'function') {
+    owned.connect = function (this: unknown, ...args: unknown[]) {
+      return Promise.resolve(connect.apply(this, args)).then(async (result) => {
+        if (!closedByOwner) return result;
+        closedByOwner = false;
+        if (fast !== undefined && !fast.isOpen) {
+          try {
+            await fast.open();
+          } catch (error) {
+            destroyClient();
+            throw setupError(error) ?? toSluiceError(error);
+          }
+        }
+        if (stallTimeoutMs > 0) watchdog = watch();
+        return result;
+      });
     };
   }
   if (fast !== undefined) {

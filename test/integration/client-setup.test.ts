@@ -85,6 +85,17 @@ describe('createRedisClient: authentication and database', () => {
     assertRefused(await attempt({ url, password: 'sesame', database: 99 }), 'database');
   });
 
+  it('a password given to a server that has none is a RedisConfigError, not an outage', async () => {
+    const open = await startRedisServer();
+    servers.push(open);
+    // "ERR AUTH <password> called without any password configured": it was UnavailableError.
+    assertRefused(await attempt({ url: open.url, password: 'pw2' }), 'wrong-password');
+    assertRefused(
+      await attempt({ url: open.url.replace('redis://', 'redis://:pw2@') }),
+      'wrong-password',
+    );
+  });
+
   it('bad options are InvalidInputErrors before anything connects', async () => {
     for (const [options, field] of [
       [{ database: -1 }, 'options.database'],

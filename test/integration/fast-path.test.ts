@@ -392,6 +392,46 @@ describe('script connection: close', () => {
     assert.equal(proxy.connections, 0);
   });
 
+  for (const how of ['close', 'destroy'] as const) {
+    it(`connect() after ${how}(): both connections and the watchdog open again, takes are decided`, async () => {
+      const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+      proxies.push(proxy);
+      const client = await redis.client({
+        url: `redis://127.0.0.1:${proxy.port}`,
+        stallTimeoutMs: 300,
+        reconnect: true,
+      });
+      const limiter = new RateLimiter({ client, timeoutMs: 10_000 });
+      const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+      assert.equal(
+        await outcome(limiter.take({ tenant: randomTenant(), route }, policy)),
+        'allowed',
+      );
+      if (how === 'close') await client.close();
+      else client.destroy();
+      assert.equal(
+        await outcome(limiter.take({ tenant: randomTenant(), route }, policy)),
+        'SLUICE_UNAVAILABLE',
+      );
+      // Before the fix: node-redis answered again, every take stayed UnavailableError.
+      await client.connect();
+      assert.equal(client.isReady, true);
+      assert.equal(
+        await outcome(limiter.take({ tenant: randomTenant(), route }, policy)),
+        'allowed',
+      );
+      // The watchdog runs again: a black hole is recycled, pending calls rejected.
+      proxy.mode = 'blackhole';
+      const stalled = outcome(limiter.take({ tenant: randomTenant(), route }, policy));
+      assert.equal(
+        await within(stalled, boundFor(300), 'a take during a black hole'),
+        'SLUICE_UNAVAILABLE',
+      );
+      proxy.mode = 'pass';
+      client.destroy();
+    });
+  }
+
   for (const how of ['close', 'quit', 'destroy']) {
     it(`${how}(): nothing keeps the process alive`, async () => {
       const fixture = fileURLToPath(new URL('../fixtures/fast-path-exit.ts', import.meta.url));
