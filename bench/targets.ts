@@ -91,8 +91,8 @@ const WHY = {
   redisCpu:
     'Redis CPU per decision is dominated by what every contender pays per new key: parsing the command, ' +
     'creating the key and its expiry, writing the reply. Creating the fixed window’s counter in one command ' +
-    '(`SET … PX NX GET`) and reading one-item requests in place brought sluice’s script time from 3.9 to ' +
-    '3.0–3.4 µs per new key in a batch (2026-12-01), but 0.6× rate-limiter-flexible is less than that ' +
+    '(`SET … PX NX GET`) and reading one-item requests in place brought sluice’s script time from 3.8–4.4 to ' +
+    '3.3–3.5 µs per new key in a batch (2026-12-01), but 0.6× rate-limiter-flexible is less than that ' +
     'script time alone.',
   cache:
     'The denial cache costs the allowed path one Map lookup per take; a miss here beyond the spread would be ' +

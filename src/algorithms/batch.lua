@@ -71,21 +71,11 @@ while a <= argc do
       local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
       if ok then emit(r, 0, 0, 0) else failed(1, r) end
     else
-      -- A take decides as a lone take; a peek decides dry (nothing written). (`decide`,
-      -- inlined: this is the path of almost every item.)
-      local algorithm = ALGORITHMS[id]
-      local ok, r
-      if algorithm == nil then
-        ok, r = false, 'ERR unknown algorithm id ' .. tostring(id)
-      else
-        ok, r = pcall(algorithm, first, base, op ~= 't', false)
-      end
-      if ok then
-        out[o], out[o + 1], out[o + 2], out[o + 3] = r[1], r[2], r[3], r[4]
-        o = o + 4
-      else
-        failed(1, r)
-      end
+      -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes
+      -- through decide(): the one place an item is run (the soak test's decision log
+      -- instruments it).
+      local ok, r = decide(first, id, base, op ~= 't', false)
+      if ok then emit(r[1], r[2], r[3], r[4]) else failed(1, r) end
     end
   else
     local ids, bases = {}, {}
