@@ -79,6 +79,10 @@ interface Group {
   queued: boolean;
 }
 
+function newGroup(): Group {
+  return { requests: [], items: 0, work: 0, calls: 0, callItems: 0, queued: false };
+}
+
 /**
  * Script calls a node should have in flight for Node.js and Redis to work at once: while
  * Redis runs one batch, this process reads the answer of another and gathers the next. A
@@ -110,7 +114,8 @@ export class Coalescer {
   readonly #maxBatchWork: number;
   /** The node of a key, for a store of several nodes; undefined for one server. */
   readonly #groupOf: ((key: string) => string) | undefined;
-  /** The one server's group, or each node's ('' for one server). */
+  /** The one server's group (no lookup per request), or each node's, by name. */
+  readonly #single: Group = newGroup();
   readonly #groups = new Map<string, Group>();
   /** Groups with requests waiting for the end of this turn. */
   readonly #waiting: Group[] = [];
@@ -142,10 +147,11 @@ export class Coalescer {
   }
 
   #group(request: BatchRequest): Group {
-    const name = this.#groupOf === undefined ? '' : this.#groupOf(request.firstKey);
+    if (this.#groupOf === undefined) return this.#single;
+    const name = this.#groupOf(request.firstKey);
     let group = this.#groups.get(name);
     if (group === undefined) {
-      group = { requests: [], items: 0, work: 0, calls: 0, callItems: 0, queued: false };
+      group = newGroup();
       this.#groups.set(name, group);
     }
     return group;

@@ -353,6 +353,23 @@ describe('script connection: failures', () => {
   });
 });
 
+/**
+ * A client through a fresh TCP proxy (to cut or black-hole), with a 300 ms stall watchdog and
+ * reconnection, and a limiter whose deadline (10 s) never ends a call first.
+ */
+async function watchedThroughProxy() {
+  const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+  proxies.push(proxy);
+  const client = await redis.client({
+    url: `redis://127.0.0.1:${proxy.port}`,
+    stallTimeoutMs: 300,
+    reconnect: true,
+  });
+  const limiter = new RateLimiter({ client, timeoutMs: 10_000 });
+  const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+  return { proxy, client, limiter, policy };
+}
+
 describe('script connection: close', () => {
   it('close() waits for the script replies already sent, then closes both connections', async () => {
     const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
@@ -374,15 +391,7 @@ describe('script connection: close', () => {
   });
 
   it('close() of a black-holed client settles within stallTimeoutMs and leaves no connection', async () => {
-    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
-    proxies.push(proxy);
-    const client = await redis.client({
-      url: `redis://127.0.0.1:${proxy.port}`,
-      stallTimeoutMs: 300,
-      reconnect: true,
-    });
-    const limiter = new RateLimiter({ client, timeoutMs: 10_000 });
-    const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+    const { proxy, client, limiter, policy } = await watchedThroughProxy();
     proxy.mode = 'blackhole';
     const take = outcome(limiter.take({ tenant: randomTenant(), route }, policy));
     await sleep(50);
@@ -394,15 +403,7 @@ describe('script connection: close', () => {
 
   for (const how of ['close', 'destroy'] as const) {
     it(`connect() after ${how}(): both connections and the watchdog open again, takes are decided`, async () => {
-      const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
-      proxies.push(proxy);
-      const client = await redis.client({
-        url: `redis://127.0.0.1:${proxy.port}`,
-        stallTimeoutMs: 300,
-        reconnect: true,
-      });
-      const limiter = new RateLimiter({ client, timeoutMs: 10_000 });
-      const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+      const { proxy, client, limiter, policy } = await watchedThroughProxy();
       assert.equal(
         await outcome(limiter.take({ tenant: randomTenant(), route }, policy)),
         'allowed',
