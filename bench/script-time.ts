@@ -24,13 +24,14 @@
  */
 import { fixedWindow } from '../src/algorithms/fixed-window.js';
 import { gcra } from '../src/algorithms/gcra.js';
-import { MAX_LIMIT, MAX_WINDOW_MS, type Policy } from '../src/algorithms/policy.js';
+import { MAX_LIMIT, MAX_WINDOW_MS } from '../src/algorithms/policy.js';
 import { slidingWindowCounter } from '../src/algorithms/sliding-window-counter.js';
 import { MAX_LOG_LIMIT, slidingWindowLog } from '../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../src/algorithms/token-bucket.js';
-import { MAX_BATCH_SIZE, RateLimiter } from '../src/limiter.js';
-import { createRedisClient } from '../src/stores/node-redis.js';
-import type { Scope } from '../src/types.js';
+import { MAX_BATCH_SIZE } from '../src/bounds.js';
+import { RateLimiter } from '../src/limiter/rate-limiter.js';
+import { connectRedis } from '../src/redis/node-redis/connect.js';
+import type { Policy, Scope } from '../src/types.js';
 
 /** The rule, in µs. */
 export const SCRIPT_TIME_LIMIT_US = 5000;
@@ -130,10 +131,10 @@ export async function measureScriptTimes(
   rounds = 5,
   cases: readonly ScriptTimeCase[] = scriptTimeCases,
 ): Promise<ScriptTimeResult[]> {
-  const client = await createRedisClient({ url, reconnect: false });
+  const client = await connectRedis({ url, reconnect: false });
   try {
-    await client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '0']);
-    await client.sendCommand(['CONFIG', 'SET', 'slowlog-max-len', '1000000']);
+    await client.client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '0']);
+    await client.client.sendCommand(['CONFIG', 'SET', 'slowlog-max-len', '1000000']);
     const limiter = new RateLimiter({
       client,
       maxBatchSize: MAX_BATCH_SIZE,
@@ -154,15 +155,15 @@ export async function measureScriptTimes(
         // A keyspace grown by earlier rounds makes Redis resize its key table inside some
         // call that adds a key (a calloc of the new table: milliseconds at millions of
         // keys), whatever the command: each round starts from an empty database.
-        await client.sendCommand(['FLUSHDB', 'SYNC']);
+        await client.client.sendCommand(['FLUSHDB', 'SYNC']);
         await c.prepare?.(limiter, scopes);
-        await client.sendCommand(['SLOWLOG', 'RESET']);
+        await client.client.sendCommand(['SLOWLOG', 'RESET']);
         await Promise.all(
           Array.from({ length: calls }, (_, i) =>
             c.call(limiter, scopes[i % scopes.length] as Scope, i),
           ),
         );
-        const [first = 0, next = 0] = await longestScripts(client);
+        const [first = 0, next = 0] = await longestScripts(client.client);
         longest.push(first);
         second.push(next);
       }
@@ -174,8 +175,8 @@ export async function measureScriptTimes(
         longestUs: Math.min(...second),
       });
     }
-    await client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '10000']);
-    await client.sendCommand(['SLOWLOG', 'RESET']);
+    await client.client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '10000']);
+    await client.client.sendCommand(['SLOWLOG', 'RESET']);
     return results;
   } finally {
     client.destroy();

@@ -1,5 +1,6 @@
 import pino from 'pino';
-import { createRedisClient, type DecisionEvent, fixedWindow, RateLimiter } from 'sluice';
+import { type DecisionEvent, fixedWindow, RateLimiter } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
 
 const logger = pino({ base: undefined }); // JSON lines on stdout; no pid/hostname here
 
@@ -19,7 +20,7 @@ function logDecision(event: DecisionEvent): void {
     logger.warn({ ...line, code: (event.error as { code?: string }).code }, 'rate limiter failed');
 }
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client, onDecision: logDecision });
 const orders = fixedWindow({ name: 'orders', limit: 2, windowMs: 60_000 });
 

@@ -1,7 +1,9 @@
 import express, { type Request } from 'express';
-import { createRedisClient, expressRateLimit, fixedWindow, RateLimiter } from 'sluice';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { expressRateLimit } from 'sluice/express';
+import { connectRedis } from 'sluice/node-redis';
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client });
 const orders = fixedWindow({ limit: 10, windowMs: 60_000 });
 

@@ -1,8 +1,10 @@
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
-import { createRedisClient, fetchRateLimit, fixedWindow, RateLimiter } from 'sluice';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { fetchRateLimit } from 'sluice/fetch';
+import { connectRedis } from 'sluice/node-redis';
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client });
 const orders = fixedWindow({ limit: 10, windowMs: 60_000 });
 

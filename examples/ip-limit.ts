@@ -1,13 +1,10 @@
 import { createServer } from 'node:http';
-import {
-  clientAddressOf,
-  createRedisClient,
-  fixedWindow,
-  RateLimiter,
-  withRateLimit,
-} from 'sluice';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { clientAddressOf } from 'sluice/http';
+import { withRateLimit } from 'sluice/node';
+import { connectRedis } from 'sluice/node-redis';
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client, namespace: 'ip' });
 const loginAttempts = fixedWindow({ limit: 5, windowMs: 60_000 });
 

@@ -1,7 +1,9 @@
 import { createServer, type IncomingMessage } from 'node:http';
-import { createRedisClient, fixedWindow, RateLimiter, withRateLimit } from 'sluice';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { withRateLimit } from 'sluice/node';
+import { connectRedis } from 'sluice/node-redis';
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client });
 const orders = fixedWindow({ limit: 10, windowMs: 60_000 }); // 10 per minute per tenant
 

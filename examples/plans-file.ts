@@ -1,7 +1,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { createRedisClient, loadPolicies, RateLimiter, withRateLimit } from 'sluice';
+import { RateLimiter } from 'sluice';
+import { loadPolicies } from 'sluice/config';
+import { withRateLimit } from 'sluice/node';
+import { connectRedis } from 'sluice/node-redis';
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client });
 
 // Stands in for your authentication: a token's verified tenant and user.

@@ -1,6 +1,7 @@
-import { createRedisClient, fixedWindow, RateLimiter, tokenBucket } from 'sluice';
+import { fixedWindow, RateLimiter, tokenBucket } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
 
-const client = await createRedisClient({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
 const limiter = new RateLimiter({ client });
 
 // Named policies: the name shows in RateLimit-Policy and outcome events. A policy's

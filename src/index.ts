@@ -1,55 +1,32 @@
 /**
  * sluice — distributed rate limiting on Redis, atomic by construction.
  *
+ * The root entry: the limiter, the policies, the shapes of a decision, the errors, the
+ * in-memory store and the observation types. It loads no Redis client and no framework:
+ * integrations have their own entries — `sluice/node-redis` (`connectRedis`),
+ * `sluice/ioredis`, `sluice/express`, `sluice/fastify`, `sluice/fetch`, `sluice/node`,
+ * `sluice/http`, `sluice/config`, `sluice/prometheus`, `sluice/opentelemetry`.
+ *
  * @example
  * ```ts
- * import { RateLimiter, createRedisClient, fixedWindow } from 'sluice';
- * const client = await createRedisClient({ url: 'redis://127.0.0.1:6379' });
- * const limiter = new RateLimiter({ client, namespace: 'rate', timeoutMs: 150, maxInFlight: 1000 });
+ * import { RateLimiter, fixedWindow } from 'sluice';
+ * import { connectRedis } from 'sluice/node-redis';
+ *
+ * const redis = await connectRedis({ url: 'redis://127.0.0.1:6379' });
+ * const limiter = new RateLimiter({ client: redis, timeoutMs: 150, maxInFlight: 1000 });
  * const orders = fixedWindow({ limit: 10, windowMs: 1000 });
  * const d = await limiter.take({ tenant: 'acme', route: 'POST/orders' }, orders);
  * if (!d.allowed) console.log(`retry in ${d.retryAfterMs} ms`);
  * ```
+ *
+ * @packageDocumentation
  */
-export {
-  type FixedWindowOptions,
-  type FixedWindowPolicy,
-  fixedWindow,
-} from './algorithms/fixed-window.js';
-export { type GcraOptions, type GcraPolicy, gcra } from './algorithms/gcra.js';
-export type { Policy, PolicyIdentityOptions } from './algorithms/policy.js';
-export {
-  type SlidingWindowCounterPolicy,
-  slidingWindowCounter,
-} from './algorithms/sliding-window-counter.js';
-export {
-  MAX_LOG_LIMIT,
-  type SlidingWindowLogPolicy,
-  type SlidingWindowOptions,
-  slidingWindowLog,
-} from './algorithms/sliding-window-log.js';
-export {
-  type TokenBucketOptions,
-  type TokenBucketPolicy,
-  tokenBucket,
-} from './algorithms/token-bucket.js';
-export {
-  checkPolicies,
-  describePolicy,
-  fieldPath,
-  loadPolicies,
-  loadPolicyConfig,
-  type PlanLimits,
-  type PolicyConfig,
-  PolicyFileError,
-  planOf,
-  policiesFrom,
-  policyConfigFrom,
-  type RouteLimits,
-  type RouteSettings,
-  routeLimits,
-  type TenantSettings,
-} from './config/policies.js';
+export { type FixedWindowOptions, fixedWindow } from './algorithms/fixed-window.js';
+export { type GcraOptions, gcra } from './algorithms/gcra.js';
+export type { PolicyIdentityOptions } from './algorithms/policy.js';
+export { slidingWindowCounter } from './algorithms/sliding-window-counter.js';
+export { type SlidingWindowOptions, slidingWindowLog } from './algorithms/sliding-window-log.js';
+export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
 export {
   InvalidInputError,
   isSluiceError,
@@ -62,14 +39,9 @@ export {
   TimeoutError,
   UnavailableError,
 } from './errors.js';
-export * from './http/index.js';
-export {
-  type LimiterStats,
-  MAX_SCOPE_PART_LENGTH,
-  MAX_TAKE_ALL_ITEMS,
-  RateLimiter,
-  type RateLimiterOptions,
-} from './limiter.js';
+export type { RateLimiterOptions } from './limiter/options.js';
+export { RateLimiter } from './limiter/rate-limiter.js';
+export type { LimiterStats } from './limiter/stats.js';
 export type {
   DecisionEvent,
   DecisionOutcome,
@@ -78,36 +50,12 @@ export type {
   RedisEvent,
   RequestEvent,
 } from './metrics/types.js';
-export {
-  type IoRedisClusterLike,
-  IoRedisClusterStore,
-  type IoRedisLike,
-  IoRedisStore,
-} from './stores/ioredis.js';
+export type { StartupWarning } from './redis/server-checks.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
-export {
-  type CreateRedisClientOptions,
-  createRedisClient,
-  type NodeRedisClientLike,
-  NodeRedisStore,
-  type RedisTlsOptions,
-} from './stores/node-redis.js';
-export {
-  type NodeRedisClusterLike,
-  NodeRedisClusterStore,
-  type NodeRedisSentinelLike,
-  NodeRedisSentinelStore,
-} from './stores/node-redis-cluster.js';
-export { ACCEPTED_CLIENTS, type ClientKind, clientKind } from './stores/select.js';
-export {
-  MIN_REDIS_VERSION,
-  type ServerFacts,
-  type StartupWarning,
-  type StartupWarningCode,
-} from './stores/server-checks.js';
 export type { ScriptStore } from './stores/store.js';
 export type {
   Decision,
+  Policy,
   Scope,
   TakeAllItem,
   TakeAllOptions,

@@ -2,12 +2,12 @@
  * The shapes shared by every part of sluice. Every duration is in milliseconds and its
  * name ends in `Ms`.
  */
-import type { Policy } from './algorithms/policy.js';
+import type { LuaScript } from './algorithms/script.js';
 
 /**
  * Who is limited, for what. Every part comes from the server, never from the request:
- * `tenant` from the verified session (S2), `route` from a fixed business route template such
- * as `"POST/orders"`, never the raw URL with its query string (S1), `user` from the session.
+ * `tenant` from the verified session, `route` from a fixed business route template such as
+ * `"POST/orders"`, never the raw URL with its query string, `user` from the session.
  *
  * - `{ tenant }`: a tenant-wide limit, over every route;
  * - `{ tenant, route }`: one route of a tenant;
@@ -97,4 +97,66 @@ export interface TakeAllResult {
   readonly retryAfterMs: number;
   /** True when the local denial cache refused it without a Redis call. */
   readonly cached: boolean;
+}
+
+/**
+ * A server-side rate policy, built by a policy builder such as `fixedWindow`. Frozen;
+ * reuse one object per route rather than building one per request.
+ */
+export interface Policy {
+  /**
+   * The policy's name, used in the `RateLimit-Policy` header, metrics and the CLI: the
+   * builder's `name` option, or one derived from the algorithm and its parameters (e.g.
+   * `"fixed-window-10-per-60000ms"`). Part of the policy's identity.
+   */
+  readonly name: string;
+  /** @internal True when `name` was given to the builder (not derived). */
+  readonly named: boolean;
+  /**
+   * The policy's identity as it appears in Redis keys: the algorithm's key tag and a digest
+   * of the algorithm, every parameter, the version and the name, e.g. `"fw.17b030aa42ef23f5"`.
+   * Two policies with different ids never share state; changing any parameter, the version
+   * or the name starts a fresh quota.
+   */
+  readonly id: string;
+  /**
+   * The policy's horizon, in ms: the longest any state of one scope can matter — the window
+   * (fixed window, sliding window log), two windows (sliding window counter), the time to
+   * refill the whole capacity (token bucket) or to recover the whole burst (GCRA). No key
+   * of this policy ever lives longer, and nothing stored can hold a scope longer.
+   */
+  readonly horizonMs: number;
+  /** The algorithm's standard name, e.g. `"fixed-window"`. */
+  readonly algorithm: string;
+  /** Short algorithm tag used in Redis keys, e.g. `"fw"`. */
+  readonly keyTag: string;
+  /** Units admitted per window (or the capacity). */
+  readonly limit: number;
+  /** Policy version, part of the key. */
+  readonly version: string;
+  /** The largest cost this policy can ever admit. */
+  readonly maxCost: number;
+  /**
+   * The time over which `limit` units are allotted, in ms: the window, or for a token
+   * bucket / GCRA the time a full burst takes to come back. Advertised as the `w` of the
+   * `RateLimit-Policy` header.
+   */
+  readonly quotaWindowMs: number;
+  /** @internal The script that decides. */
+  readonly script: LuaScript;
+  /** @internal ARGV for one take of `cost` units. */
+  readonly args: (cost: number) => readonly string[];
+  /**
+   * @internal For the local denial cache: how long after the request was sent *every* take
+   * on this key is certain to be denied, given `decision` for a take of `cost`, and whether
+   * `decision.retryAfterMs` then holds for every cost (else only for a cost of 1);
+   * `undefined` when nothing is certain.
+   */
+  readonly denialHold: (decision: Decision, cost: number) => DenialHold | undefined;
+}
+
+/** @internal See `Policy.denialHold`. */
+export interface DenialHold {
+  readonly ms: number;
+  readonly anyCost: boolean;
 }

@@ -77,6 +77,3 @@ export function optionalPositiveInteger(
 ): number {
   return value === undefined ? fallback : positiveSafeInteger(field, value, max);
 }
-
-/** Longest `setTimeout` delay Node.js honours (2^31 − 1 ms). */
-export const MAX_TIMER_MS = 2_147_483_647;

@@ -4,7 +4,7 @@
  * coalescer's batches grouped in several ways. Nothing in `src/` is changed: each grouping
  * is a `ScriptStore` wrapped around the store sluice picks for the client.
  *
- * - `single`: `createRedisClient` on one server (the reference).
+ * - `single`: `connectRedis` on one server (the reference).
  * - `cluster-node`: `createCluster`, as shipped: one batch per node (`groupOf` from the
  *   client's slot map), a batch of several slots sent as the `allow-cross-slot-keys` batch
  *   script with its keys in ARGV.
@@ -15,8 +15,9 @@
  */
 import calculateSlot from 'cluster-key-slot';
 import { createCluster } from 'redis';
-import { createRedisClient, fixedWindow, RateLimiter, type ScriptStore } from '../../src/index.js';
-import { storeFor } from '../../src/stores/select.js';
+import { fixedWindow, RateLimiter, type ScriptStore } from '../../src/index.js';
+import { connectRedis } from '../../src/redis/node-redis/connect.js';
+import { storeFor } from '../../src/redis/select.js';
 import type { BenchPolicy } from '../types.js';
 
 /** Where a variant runs: one server's URL, or the cluster's root node URLs. */
@@ -91,10 +92,10 @@ function clusterVariant(
 export const variants: Record<string, Variant> = {
   single: {
     name: 'single',
-    description: 'one redis-server, createRedisClient (the reference)',
+    description: 'one redis-server, connectRedis (the reference)',
     cluster: false,
     async setup(targets, { limit, windowMs }, timeoutMs = 150) {
-      const client = await createRedisClient({ url: targets.single });
+      const client = await connectRedis({ url: targets.single });
       const limiter = new RateLimiter({ client, timeoutMs, onWarning: () => {} });
       const policy = fixedWindow({ limit, windowMs });
       return {

@@ -1,6 +1,6 @@
 /**
  * sluice as it stands in this repository's source: `RateLimiter` with default options on
- * `createRedisClient`, and a `fixedWindow` policy. Variants: `sluice-uncached` turns the
+ * `connectRedis`, and a `fixedWindow` policy. Variants: `sluice-uncached` turns the
  * local denial cache off, so that every take reaches Redis; `sluice-nodeadline` patches the
  * deadline out; `sluice-<policy>` (opt-in) decides with another policy of the same limit
  * and window; `sluice-takeall3` (opt-in) decides each take with one `takeAll` of three
@@ -9,7 +9,6 @@
  * `prometheusMetrics()` on the limiter and its client, scraped once a second.
  */
 import {
-  createRedisClient,
   fixedWindow,
   gcra,
   type Policy,
@@ -20,6 +19,7 @@ import {
   type TakeAllItem,
   tokenBucket,
 } from '../../src/index.js';
+import { connectRedis } from '../../src/redis/node-redis/connect.js';
 import type { Contender } from '../types.js';
 
 const ROUTE = 'GET/bench';
@@ -36,7 +36,7 @@ function sluiceContender(
     name,
     description,
     async setup(url, { limit, windowMs }) {
-      const client = await createRedisClient({ url });
+      const client = await connectRedis({ url });
       const limiter = new RateLimiter({ client, ...options });
       const policy = policyOf(limit, windowMs);
       return {
@@ -71,7 +71,7 @@ export const noDeadlineContender: Contender = {
     {},
   ),
   async setup(url, policy) {
-    const { DeadlineQueue } = await import('../../src/deadline.js');
+    const { DeadlineQueue } = await import('../../src/limiter/deadline.js');
     DeadlineQueue.prototype.track = (entry) => {
       entry.settled = false;
     };
@@ -125,7 +125,7 @@ export const takeAll3Contender: Contender = {
   description:
     'as sluice, each decision a takeAll of 3 fixedWindow limits of the tenant (tenant, route, route+user)',
   async setup(url, { limit, windowMs }) {
-    const client = await createRedisClient({ url });
+    const client = await connectRedis({ url });
     const limiter = new RateLimiter({ client });
     const items = stackedItems(limit, windowMs);
     return {
@@ -146,7 +146,7 @@ export const take3Contender: Contender = {
   name: 'sluice-take3',
   description: 'as sluice-takeall3, as 3 independent takes (Promise.all; not all-or-nothing)',
   async setup(url, { limit, windowMs }) {
-    const client = await createRedisClient({ url });
+    const client = await connectRedis({ url });
     const limiter = new RateLimiter({ client });
     const items = stackedItems(limit, windowMs);
     return {
@@ -173,7 +173,7 @@ function stackedItems(limit: number, windowMs: number): (tenant: string) => Take
 
 /**
  * As sluice, with metrics on: `prometheusMetrics()` on a fresh prom-client `Registry`, given
- * to the limiter and to `createRedisClient`, and the registry read as Prometheus would scrape
+ * to the limiter and to `connectRedis`, and the registry read as Prometheus would scrape
  * it, once a second (more often than the usual 15 s), inside the measured span. Against
  * `sluice`: what metrics cost ("metrics on vs off", bench/metrics/).
  */
@@ -186,7 +186,7 @@ export const metricsContender: Contender = {
     const { prometheusMetrics } = await import('../../src/metrics/prometheus.js');
     const registry = new Registry();
     const metrics = prometheusMetrics({ registry });
-    const client = await createRedisClient({ url, metrics });
+    const client = await connectRedis({ url, metrics });
     const limiter = new RateLimiter({ client, metrics });
     const policy = fixedWindow({ limit, windowMs });
     let scraped = '';

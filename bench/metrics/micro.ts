@@ -17,7 +17,7 @@ import { parseArgs } from 'node:util';
 import { MeterProvider } from '@opentelemetry/sdk-metrics';
 import { Registry } from 'prom-client';
 import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { RateLimiter } from '../../src/limiter.js';
+import { RateLimiter } from '../../src/limiter/rate-limiter.js';
 import { openTelemetryMetrics } from '../../src/metrics/opentelemetry.js';
 import { prometheusMetrics } from '../../src/metrics/prometheus.js';
 import type { Metrics } from '../../src/metrics/types.js';

@@ -11,11 +11,12 @@
  * per decision; GET + PTTL when denied, GET + INCRBY + PTTL (+ PEXPIRE on the first take)
  * when admitted.
  */
+
+import type { Policy } from '../types.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
-  type Policy,
   type PolicyIdentityOptions,
   policyIdentity,
   policyInteger,

@@ -9,12 +9,12 @@
  * 1 µs per unit). Redis cost per decision: TIME + GET, plus SET … PX when admitted.
  */
 import { InvalidInputError } from '../errors.js';
+import type { Policy } from '../types.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
-  type Policy,
   type PolicyIdentityOptions,
   policyIdentity,
   policyInteger,

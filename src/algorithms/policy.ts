@@ -1,73 +1,12 @@
 /**
- * What every policy has in common, and the one reply format every script returns.
+ * What every policy has in common: how a builder makes a frozen, genuine policy (its name,
+ * its id in Redis keys, its ARGV, its denial-cache rule) and the checks every builder shares.
  */
 import { InvalidInputError } from '../errors.js';
 import { digest } from '../key.js';
-import type { Decision } from '../types.js';
+import type { Decision, DenialHold, Policy } from '../types.js';
 import { positiveSafeInteger, readProperty, rejectUnknownKeys } from '../validate.js';
 import type { LuaScript } from './script.js';
-
-/**
- * A server-side rate policy (S3), built by a policy builder such as `fixedWindow`. Frozen;
- * reuse one object per route rather than building one per request.
- */
-export interface Policy {
-  /**
-   * The policy's name, used in the `RateLimit-Policy` header, metrics and the CLI: the
-   * builder's `name` option, or one derived from the algorithm and its parameters (e.g.
-   * `"fixed-window-10-per-60000ms"`). Part of the policy's identity.
-   */
-  readonly name: string;
-  /** @internal True when `name` was given to the builder (not derived). */
-  readonly named: boolean;
-  /**
-   * The policy's identity as it appears in Redis keys: the algorithm's key tag and a digest
-   * of the algorithm, every parameter, the version and the name, e.g. `"fw.17b030aa42ef23f5"`.
-   * Two policies with different ids never share state; changing any parameter, the version
-   * or the name starts a fresh quota.
-   */
-  readonly id: string;
-  /**
-   * The policy's horizon, in ms: the longest any state of one scope can matter — the window
-   * (fixed window, sliding window log), two windows (sliding window counter), the time to
-   * refill the whole capacity (token bucket) or to recover the whole burst (GCRA). No key
-   * of this policy ever lives longer, and nothing stored can hold a scope longer.
-   */
-  readonly horizonMs: number;
-  /** The algorithm's standard name, e.g. `"fixed-window"`. */
-  readonly algorithm: string;
-  /** Short algorithm tag used in Redis keys, e.g. `"fw"`. */
-  readonly keyTag: string;
-  /** Units admitted per window (or the capacity). */
-  readonly limit: number;
-  /** Policy version, part of the key (S21). */
-  readonly version: string;
-  /** The largest cost this policy can ever admit. */
-  readonly maxCost: number;
-  /**
-   * The time over which `limit` units are allotted, in ms: the window, or for a token
-   * bucket / GCRA the time a full burst takes to come back. Advertised as the `w` of the
-   * `RateLimit-Policy` header.
-   */
-  readonly quotaWindowMs: number;
-  /** @internal The script that decides. */
-  readonly script: LuaScript;
-  /** @internal ARGV for one take of `cost` units. */
-  readonly args: (cost: number) => readonly string[];
-  /**
-   * @internal For the local denial cache: how long after the request was sent *every* take
-   * on this key is certain to be denied, given `decision` for a take of `cost`, and whether
-   * `decision.retryAfterMs` then holds for every cost (else only for a cost of 1);
-   * `undefined` when nothing is certain.
-   */
-  readonly denialHold: (decision: Decision, cost: number) => DenialHold | undefined;
-}
-
-/** See `Policy.denialHold`. */
-export interface DenialHold {
-  readonly ms: number;
-  readonly anyCost: boolean;
-}
 
 /** What a builder gives {@link buildPolicy}. */
 export interface PolicySpec {
@@ -251,36 +190,4 @@ export function policyVersion(value: unknown): string {
     'a non-negative safe integer or 1–64 characters of [A-Za-z0-9._-]',
     value,
   );
-}
-
-/**
- * Decodes one decision `{ allowed, remaining, resetMs, retryAfterMs }` from `reply` at
- * `offset` (see the header of each `.lua` file; a batch reply holds one every 4 slots);
- * `retryAfterMs = -1` means the cost can never fit → `Infinity`. Returns `undefined` when
- * the slots are not four integers.
- */
-export function decodeDecision(
-  reply: readonly unknown[],
-  offset: number,
-  limit: number,
-): Decision | undefined {
-  const allowed = reply[offset];
-  const remaining = reply[offset + 1];
-  const resetMs = reply[offset + 2];
-  const retryAfterMs = reply[offset + 3];
-  if (
-    typeof allowed !== 'number' ||
-    typeof remaining !== 'number' ||
-    typeof resetMs !== 'number' ||
-    typeof retryAfterMs !== 'number'
-  ) {
-    return undefined;
-  }
-  return {
-    allowed: allowed === 1,
-    remaining,
-    limit,
-    resetMs,
-    retryAfterMs: retryAfterMs < 0 ? Number.POSITIVE_INFINITY : retryAfterMs,
-  };
 }

@@ -8,12 +8,13 @@
  * in the worst case — and when bunched at its start, less. The conformance tests measure it.
  * Redis cost per decision: TIME + HMGET, plus HSET + PEXPIRE when admitted.
  */
+
+import type { Policy } from '../types.js';
 import { floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
-  type Policy,
   policyIdentity,
   policyInteger,
   requireObject,

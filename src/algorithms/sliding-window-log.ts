@@ -17,10 +17,11 @@
  * that must leave: at most 15 at limit 10,000); an admission adds ZADD of one member and
  * PEXPIRE. At limit 10,000 the longest call measured (SLOWLOG) is well under 0.5 ms.
  */
+
+import type { Policy } from '../types.js';
 import {
   buildPolicy,
   MAX_WINDOW_MS,
-  type Policy,
   type PolicyIdentityOptions,
   policyIdentity,
   policyInteger,

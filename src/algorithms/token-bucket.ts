@@ -9,12 +9,13 @@
  * Redis cost: one hash per scope (two fields), alive only until the bucket is full again;
  * per decision TIME + HMGET, plus HSET + PEXPIRE when admitted.
  */
+
+import type { Policy } from '../types.js';
 import { ceilDiv, floorDiv } from './int-math.js';
 import {
   buildPolicy,
   MAX_LIMIT,
   MAX_WINDOW_MS,
-  type Policy,
   type PolicyIdentityOptions,
   policyIdentity,
   policyInteger,

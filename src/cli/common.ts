@@ -4,7 +4,8 @@
  */
 import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/policies.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
-import { createRedisClient } from '../stores/node-redis.js';
+import { connectRedis } from '../redis/node-redis/connect.js';
+import type { RedisConnection } from '../redis/node-redis/connection.js';
 import { CliError, DEFAULT_URL, EXIT, readJsonFile } from './exit.js';
 
 export { CliError, DEFAULT_URL, EXIT, NAMESPACE, readJsonFile, usage } from './exit.js';
@@ -33,7 +34,7 @@ export function redacted(url: string): string {
   }
 }
 
-export type Client = Awaited<ReturnType<typeof createRedisClient>>;
+export type Client = RedisConnection;
 
 /**
  * Connects to Redis once, without reconnecting. An unreachable Redis or a bad URL is a
@@ -41,7 +42,7 @@ export type Client = Awaited<ReturnType<typeof createRedisClient>>;
  */
 export async function connect(url: string): Promise<Client> {
   try {
-    return await createRedisClient({
+    return await connectRedis({
       url,
       reconnect: false,
       connectTimeoutMs: 2000,
@@ -51,7 +52,7 @@ export async function connect(url: string): Promise<Client> {
   } catch (error) {
     if (error instanceof InvalidInputError) {
       throw new CliError(
-        `${redacted(url)} is not a redis:// or rediss:// URL (--url, REDIS_URL)`,
+        `${redacted(url)} is not a redis://, rediss:// or unix:// URL (--url, REDIS_URL)`,
         EXIT.usage,
       );
     }

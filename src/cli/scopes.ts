@@ -5,7 +5,6 @@
  * and deleting exactly those keys (`reset`), after a confirmation.
  */
 import { createInterface } from 'node:readline/promises';
-import type { Policy } from '../algorithms/policy.js';
 import {
   describePolicy,
   type PolicyConfig,
@@ -14,8 +13,8 @@ import {
 } from '../config/policies.js';
 import { InvalidInputError } from '../errors.js';
 import { type LimitScope, scopeOf } from '../http/limits.js';
-import { RateLimiter } from '../limiter.js';
-import type { Decision, Scope } from '../types.js';
+import { RateLimiter } from '../limiter/rate-limiter.js';
+import type { Decision, Policy, Scope } from '../types.js';
 import {
   CliError,
   type Client,
@@ -137,7 +136,9 @@ function limiterFor(client: Client, namespace: string): RateLimiter {
 
 /** PTTL of each key: ms, `-1` (no TTL), `-2` (no key). */
 async function pttls(client: Client, keys: readonly string[]): Promise<number[]> {
-  return Promise.all(keys.map(async (key) => Number(await client.sendCommand(['PTTL', key]))));
+  return Promise.all(
+    keys.map(async (key) => Number(await client.client.sendCommand(['PTTL', key]))),
+  );
 }
 
 function ttlWords(pttl: number): string {

@@ -102,7 +102,7 @@ export async function stats(options: StatsOptions): Promise<number> {
 }
 
 async function report(client: Client, url: string, options: StatsOptions): Promise<number> {
-  const send = (args: string[]): Promise<unknown> => client.sendCommand(args);
+  const send = (args: string[]): Promise<unknown> => client.client.sendCommand(args);
   const info = infoFields(
     [
       String(await send(['INFO', 'server'])),

@@ -39,10 +39,10 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra } from '../algorithms/gcra.js';
-import type { Policy } from '../algorithms/policy.js';
 import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../algorithms/sliding-window-log.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
+import { MAX_SCOPE_PART_LENGTH, MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import { InvalidInputError } from '../errors.js';
 import type { FailureMode } from '../http/core.js';
 import {
@@ -53,7 +53,7 @@ import {
   type ResolvedLimit,
   resolveLimits,
 } from '../http/limits.js';
-import { MAX_SCOPE_PART_LENGTH, MAX_TAKE_ALL_ITEMS } from '../limiter.js';
+import type { Policy } from '../types.js';
 
 // ---------------------------------------------------------------------------------------
 // Public types

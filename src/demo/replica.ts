@@ -10,8 +10,8 @@
 import { createServer } from 'node:http';
 import { loadPolicies } from '../config/policies.js';
 import { withRateLimit } from '../http/node.js';
-import { RateLimiter } from '../limiter.js';
-import { createRedisClient } from '../stores/node-redis.js';
+import { RateLimiter } from '../limiter/rate-limiter.js';
+import { connectRedis } from '../redis/node-redis/connect.js';
 import { verifiedTenant } from './identity.js';
 
 const secret = process.env.SLUICE_DEMO_SECRET ?? '';
@@ -22,7 +22,7 @@ const metrics = await import('../metrics/prometheus.js').then(
   ({ prometheusMetrics }) => prometheusMetrics(),
   () => undefined,
 );
-const client = await createRedisClient({
+const client = await connectRedis({
   url: process.env.REDIS_URL,
   onError: () => {
     redisErrors++;

@@ -17,7 +17,7 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRedisClient } from '../stores/node-redis.js';
+import { connectRedis } from '../redis/node-redis/connect.js';
 import { issueToken } from './identity.js';
 import { hasRedisServer, type PrivateRedis, startRedisServer } from './redis-server.js';
 import { startTcpProxy, type TcpProxy } from './tcp-proxy.js';
@@ -63,7 +63,7 @@ async function reachable(redisUrl: string): Promise<string> {
     throw new NoRedisError(`REDIS_URL is not a URL: ${JSON.stringify(redisUrl)}`);
   }
   try {
-    const client = await createRedisClient({ url: redisUrl, reconnect: false, onError: () => {} });
+    const client = await connectRedis({ url: redisUrl, reconnect: false, onError: () => {} });
     client.destroy();
   } catch (error) {
     throw new NoRedisError(

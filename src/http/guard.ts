@@ -6,8 +6,8 @@
  */
 import { MAX_WINDOW_MS } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
-import type { RateLimiter } from '../limiter.js';
-import type { Metrics } from '../metrics/types.js';
+import type { RateLimiter } from '../limiter/rate-limiter.js';
+import type { HttpOutcome, Metrics } from '../metrics/types.js';
 import { observe, observerFailed } from '../observer.js';
 import type { Decision, TakeAllItem } from '../types.js';
 import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../validate.js';
@@ -32,22 +32,7 @@ import {
 } from './limits.js';
 import { LocalWindow } from './local-window.js';
 
-/** What happened to one request at the limiter; every outcome is counted. */
-export type HttpOutcome =
-  /** Admitted by the shared limits. */
-  | 'allowed'
-  /** Denied by a shared limit: 429. */
-  | 'limited'
-  /** Limiter failed, route is fail-closed: 503. */
-  | 'fail-closed'
-  /** Limiter failed, route is fail-open, admitted by the local fallback limit. */
-  | 'fail-open'
-  /** Limiter failed, route is fail-open, and the local fallback limit was reached: 503. */
-  | 'fail-open-limited'
-  /** `identify` (or `user`, where a limit needs one) found no verified identity: 401. */
-  | 'unidentified'
-  /** `skip(req)` said so: passed without a decision, nothing spent. */
-  | 'skipped';
+export type { HttpOutcome };
 
 /** One outcome, for logs and metrics. Carries no tenant id: log it only where allowed. */
 export interface HttpOutcomeEvent {

@@ -1,4 +1,13 @@
-/** HTTP integration: the framework-free mapping and guard; `node:http`, Express, Fastify and Fetch-API adapters. */
+/**
+ * `sluice/http`: the framework-free HTTP layer — the guard of one route (skip → verified
+ * identity → limits → one atomic decision → `429`/`503`/`401` or pass), the pure mapping of
+ * a decision to a response and RateLimit headers, stacked and scoped limits, client
+ * addresses for IP-keyed outer limits, and the local fallback window of fail-open routes.
+ * The adapters have their own entries: `sluice/node`, `sluice/express`, `sluice/fastify`,
+ * `sluice/fetch`.
+ *
+ * @packageDocumentation
+ */
 
 export { type ClientAddressOptions, clientAddressOf, foldAddress } from './client-address.js';
 export {
@@ -15,32 +24,12 @@ export {
   unidentifiedResponse,
 } from './core.js';
 export {
-  type ExpressRateLimit,
-  type ExpressRateLimitOptions,
-  type ExpressRequestLike,
-  expressRateLimit,
-  expressRoute,
-} from './express.js';
-export {
-  type FastifyInstanceLike,
-  type FastifyRateLimitOptions,
-  type FastifyRateLimitPlugin,
-  type FastifyReplyLike,
-  type FastifyRequestLike,
-  type FastifyRouteRateLimit,
-  fastifyRateLimit,
-} from './fastify-plugin.js';
-export {
-  type FetchRateLimit,
-  type FetchRateLimitOptions,
-  type FetchVerdict,
-  fetchRateLimit,
-} from './fetch.js';
-export {
   createGuard,
   type Guard,
   type GuardOptions,
   type GuardVerdict,
+  type HttpOutcome,
+  type HttpOutcomeEvent,
   type LimitedResponseContext,
   type ResponseChange,
   type ResponseHooks,
@@ -55,12 +44,3 @@ export type {
   ScopedLimit,
 } from './limits.js';
 export { LocalWindow } from './local-window.js';
-export {
-  type HttpOutcome,
-  type HttpOutcomeEvent,
-  type NodeRateLimitGuard,
-  type NodeRateLimitOptions,
-  nodeRateLimit,
-  send,
-  withRateLimit,
-} from './node.js';

@@ -4,10 +4,10 @@
  * narrower one (the whole tenant, one user). Everything here only checks and normalises;
  * the decision is one `take` or one atomic `takeAll` in `guard.ts`.
  */
-import { isPolicy, type Policy } from '../algorithms/policy.js';
+import { isPolicy } from '../algorithms/policy.js';
+import { MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import { InvalidInputError } from '../errors.js';
-import { MAX_TAKE_ALL_ITEMS } from '../limiter.js';
-import type { Scope } from '../types.js';
+import type { Policy, Scope } from '../types.js';
 import { readProperty, rejectUnknownKeys } from '../validate.js';
 
 /**

@@ -6,7 +6,6 @@
  * `sluice/prometheus` and `sluice/opentelemetry` implement `Metrics`. With neither given,
  * nothing is measured (no clock read, no event built).
  */
-import type { HttpOutcome } from '../http/guard.js';
 import type { Decision } from '../types.js';
 
 /**
@@ -94,3 +93,20 @@ export interface Metrics {
   /** Called once by each `RateLimiter` given this sink. */
   attach(source: LimiterSource): void;
 }
+
+/** What happened to one request at the limiter; every outcome is counted. */
+export type HttpOutcome =
+  /** Admitted by the shared limits. */
+  | 'allowed'
+  /** Denied by a shared limit: 429. */
+  | 'limited'
+  /** Limiter failed, route is fail-closed: 503. */
+  | 'fail-closed'
+  /** Limiter failed, route is fail-open, admitted by the local fallback limit. */
+  | 'fail-open'
+  /** Limiter failed, route is fail-open, and the local fallback limit was reached: 503. */
+  | 'fail-open-limited'
+  /** `identify` (or `user`, where a limit needs one) found no verified identity: 401. */
+  | 'unidentified'
+  /** `skip(req)` said so: passed without a decision, nothing spent. */
+  | 'skipped';

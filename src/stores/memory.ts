@@ -9,11 +9,12 @@
  */
 import { performance } from 'node:perf_hooks';
 import { batchScript } from '../algorithms/batch.js';
+import { type ReadItem, ReplyWriter, readRequests } from '../algorithms/batch-wire.js';
 import { ALGORITHMS } from '../algorithms/registry.js';
 import type { LuaScript } from '../algorithms/script.js';
 import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
 import { InvalidInputError, StoreError } from '../errors.js';
-import { resetEpochScript, resetEpochTwin } from '../reset-epoch.js';
+import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty } from '../validate.js';
 import type { ScriptStore } from './store.js';
 
@@ -125,64 +126,47 @@ export class MemoryStore implements ScriptStore {
 
   /** The batch script's semantics (see `batch.lua`): requests in order, errors isolated, a flat reply. */
   #batch(state: TwinState, keys: readonly string[], argv: readonly string[]): unknown[] {
-    const out: unknown[] = [];
-    const errors: string[] = [];
-    const failed = (n: number, error: unknown) => {
-      errors.push(
-        error instanceof StoreError
-          ? error.message.replace(/^Redis replied with an error: /, '')
-          : String(error instanceof Error ? error.message : error),
-      );
-      for (let j = 0; j < n; j++) out.push(-1, errors.length, 0, 0);
+    const reply = new ReplyWriter();
+    const decide = (item: ReadItem, mode: TwinMode) => {
+      const twin = ALGORITHMS[item.batchId - 1]?.twin;
+      if (twin === undefined) throw new Error(`ERR unknown algorithm id ${item.batchId}`);
+      return twin(state, item.key, item.args, mode);
     };
-    let a = 0;
-    let k = 0;
-    while (a < argv.length) {
-      const op = argv[a];
-      const n = Number(argv[a + 1]);
-      a += 2;
-      const items: { key: string; id: number; args: readonly string[] }[] = [];
-      for (let j = 0; j < n; j++) {
-        const count = Number(argv[a + 1]);
-        items.push({
-          key: keys[k + j] as string,
-          id: Number(argv[a]),
-          args: argv.slice(a + 2, a + 2 + count),
-        });
-        a += 2 + count;
-      }
-      k += n;
-      const decide = (item: (typeof items)[number], mode: TwinMode) => {
-        const twin = ALGORITHMS[item.id - 1]?.twin;
-        if (twin === undefined) throw new Error(`ERR unknown algorithm id ${item.id}`);
-        return twin(state, item.key, item.args, mode);
-      };
+    for (const { op, items } of readRequests(keys, argv)) {
+      const first = items[0] as ReadItem;
       try {
         if (op === 'r') {
-          const existed = state.pttl((items[0] as (typeof items)[number]).key) !== -2;
-          if (existed) state.delete((items[0] as (typeof items)[number]).key);
-          out.push(existed ? 1 : 0, 0, 0, 0);
-        } else if (op === 't' && n === 1) {
-          out.push(...decide(items[0] as (typeof items)[number], TAKE));
+          const existed = state.pttl(first.key) !== -2;
+          if (existed) state.delete(first.key);
+          reply.item([existed ? 1 : 0, 0, 0, 0]);
+        } else if (op === 't' && items.length === 1) {
+          reply.item(decide(first, TAKE));
         } else {
-          const replies = items.map((item) => decide(item, DRY));
-          if (op === 'p') for (const r of replies) out.push(...r);
-          else if (replies.every((r) => r[0] === 1)) {
-            const results = items.map((item) => decide(item, TAKE));
-            for (const r of results) out.push(...r);
+          const dry = items.map((item) => decide(item, DRY));
+          if (op === 'p') for (const r of dry) reply.item(r);
+          else if (dry.every((r) => r[0] === 1)) {
+            for (const r of items.map((item) => decide(item, TAKE))) reply.item(r);
           } else {
-            replies.forEach((r, j) => {
-              const probed = decide(items[j] as (typeof items)[number], REPAIR);
-              if (r[0] === 1) out.push(0, probed[1], probed[2], 0);
-              else out.push(0, r[1], r[2], r[3]);
+            // As `batch.lua`: a probe that fails reports zeros, the request still answers.
+            dry.forEach((r, j) => {
+              let probed: readonly number[] = [0, 0, 0, 0];
+              try {
+                probed = decide(items[j] as ReadItem, REPAIR);
+              } catch {}
+              reply.item(r[0] === 1 ? [0, probed[1], probed[2], 0] : [0, r[1], r[2], r[3]]);
             });
           }
         }
       } catch (error) {
-        failed(n, error);
+        reply.failed(
+          items.length,
+          error instanceof StoreError
+            ? error.message.replace(/^Redis replied with an error: /, '')
+            : String(error instanceof Error ? error.message : error),
+        );
       }
     }
-    return out.concat(errors);
+    return reply.finish();
   }
 
   #state(): TwinState {

@@ -4,7 +4,6 @@
  * (`UnavailableError`, `StoreError`).
  */
 import type { LuaScript } from '../algorithms/script.js';
-import type { ServerFacts } from './server-checks.js';
 
 export interface ScriptStore {
   /**
@@ -21,7 +20,7 @@ export interface ScriptStore {
   readonly clock?: () => number;
   /**
    * The server's version, role and eviction policy, for the limiter's start-up checks
-   * (see `server-checks.ts`); stores without a server (`MemoryStore`) leave it out.
+   * (see `redis/server-checks.ts`); stores without a server (`MemoryStore`) leave it out.
    */
   serverFacts?(): Promise<ServerFacts | readonly ServerFacts[]>;
   /** True for a store of a cluster client (the start-up checks then read every primary). */
@@ -43,4 +42,18 @@ export class RerouteError extends Error {
     super(`batch refused before it ran (${failure.message}): resend each request alone`);
     this.name = 'RerouteError';
   }
+}
+
+/** What a store tells the start-up checks about the server. */
+export interface ServerFacts {
+  /** `redis_version`, e.g. `"7.0.15"`. */
+  readonly version: string;
+  /** `role`: `"master"` or `"slave"` (a replica). */
+  readonly role: string;
+  /** `maxmemory_policy`, e.g. `"noeviction"`. */
+  readonly maxmemoryPolicy: string;
+  /** `cluster_enabled`: the server is a Redis Cluster node. */
+  readonly clusterEnabled?: boolean;
+  /** Which node, for a cluster (`host:port`). */
+  readonly node?: string;
 }

@@ -13,12 +13,13 @@
  * deletes the virtual expiry too, and reports a virtually expired key as absent). Production
  * scripts keep reading `TIME`; nothing here is reachable from the library.
  */
+
+import type { ScriptStore } from 'sluice';
 import { BATCH_ALGORITHMS, batchScript, buildBatch } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
-import { resetEpochScript } from '../../src/reset-epoch.js';
-import { NodeRedisStore } from '../../src/stores/node-redis.js';
-import type { ScriptStore } from '../../src/stores/store.js';
+import { resetEpochScript } from '../../src/limiter/reset-epoch.js';
+import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 import type { Client } from './redis.js';
 import { variantsOf } from './variants.js';
 
@@ -158,7 +159,8 @@ export class ClockedRedisStore implements ScriptStore {
   readonly #store: NodeRedisStore;
 
   constructor(private readonly client: Client) {
-    this.#store = new NodeRedisStore(client);
+    // node-redis alone: the clock's SET and the script go over one connection, in order.
+    this.#store = new NodeRedisStore(client.client);
   }
 
   async evalScript(
@@ -169,7 +171,7 @@ export class ClockedRedisStore implements ScriptStore {
     const variant = clocked(script);
     // One connection runs commands in order: the clock is set before the script runs.
     const [, reply] = await Promise.all([
-      this.client.set(CLOCK_KEY, String(this.nowUs)),
+      this.client.client.set(CLOCK_KEY, String(this.nowUs)),
       this.#store.evalScript(variant, keys, args),
     ]);
     return reply;

@@ -9,10 +9,11 @@
  * the same call), the algorithm's arguments and its reply. Nothing here is reachable from the
  * library.
  */
+
+import type { ScriptStore } from 'sluice';
 import { batchScript } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
-import type { ScriptStore } from '../../src/stores/store.js';
 import { variantsOf } from './variants.js';
 
 export const LOG_KEY = 'sluice-test:decision-log';

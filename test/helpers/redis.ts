@@ -4,12 +4,11 @@
  */
 
 import { after, before } from 'node:test';
-import { createClient } from 'redis';
+import { type ConnectRedisOptions, connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { scopeKey } from '../../src/key.js';
-import { type CreateRedisClientOptions, createRedisClient } from '../../src/stores/node-redis.js';
 
-export type Client = Awaited<ReturnType<typeof createRedisClient>>;
+export type Client = Awaited<ReturnType<typeof connectRedis>>;
 
 export interface RedisFixture {
   /** The server; valid inside tests (after `before`). */
@@ -19,13 +18,16 @@ export interface RedisFixture {
    * defaults to the fixture's server; `reconnect` to false.
    */
   client(options?: ClientOptions): Promise<Client>;
-  /** An ordinary client for inspecting state (GET, PTTL, INFO), closed after the file. */
+  /**
+   * A connection for inspecting state (`admin.client.get`, `pTTL`, `info`): node-redis alone,
+   * closed after the file.
+   */
   admin(): Promise<Client>;
 }
 
-/** Options of {@link RedisFixture.client}: those of `createRedisClient` that tests vary. */
+/** Options of {@link RedisFixture.client}: those of `connectRedis` that tests vary. */
 export type ClientOptions = Pick<
-  CreateRedisClientOptions,
+  ConnectRedisOptions,
   'reconnect' | 'url' | 'stallTimeoutMs' | 'onStall' | 'onReconnect' | 'fastPath'
 >;
 
@@ -47,7 +49,7 @@ export function useRedis(extraArgs: string[] = []): RedisFixture {
       return server;
     },
     async client(options = {}) {
-      const client = await createRedisClient({
+      const client = await connectRedis({
         ...options,
         url: options.url ?? fixture.server.url,
         reconnect: options.reconnect ?? false,
@@ -58,12 +60,14 @@ export function useRedis(extraArgs: string[] = []): RedisFixture {
     },
     async admin() {
       if (adminClient?.isReady) return adminClient;
-      const client = createClient({
+      // node-redis alone (no script connection, no watchdog), for the commands of tests.
+      const client = await connectRedis({
         url: fixture.server.url,
-        socket: { reconnectStrategy: false },
-      }) as unknown as Client;
-      client.on('error', () => {});
-      await client.connect();
+        reconnect: false,
+        fastPath: false,
+        stallTimeoutMs: 0,
+        onError: () => {},
+      });
       clients.push(client);
       adminClient = client;
       return client;
@@ -74,7 +78,7 @@ export function useRedis(extraArgs: string[] = []): RedisFixture {
 
 /** Calls of one command recorded by `INFO commandstats` (0 when never called). */
 export async function commandCalls(client: Client, command: string): Promise<number> {
-  const info = await client.info('commandstats');
+  const info = await client.client.info('commandstats');
   const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
   return match ? Number(match[1]) : 0;
 }
@@ -89,7 +93,7 @@ export async function fillMemory(client: Client): Promise<void> {
   let n = 0;
   for (const size of [512 * 1024, 16 * 1024, 512, 16]) {
     for (let i = 0; i < 100_000; i++) {
-      const full = await client.set(`filler:${n++}`, 'x'.repeat(size)).then(
+      const full = await client.client.set(`filler:${n++}`, 'x'.repeat(size)).then(
         () => false,
         (error: Error) => error.message.startsWith('OOM'),
       );

@@ -39,7 +39,7 @@ export function useTakers(fixture: URL, count: number, redis: RedisFixture): Tak
       start();
       for (const child of children) child.stdin.write(`${line}\n`);
       for (const next of lines) assert.equal((await next.next()).value, 'ready');
-      await (await redis.admin()).publish(`go:${tenant}`, 'go');
+      await (await redis.admin()).client.publish(`go:${tenant}`, 'go');
       return Promise.all(
         lines.map(async (next) => JSON.parse((await next.next()).value as string) as T),
       );

@@ -11,14 +11,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import type { Policy } from '../../src/algorithms/policy.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { RateLimiter } from '../../src/limiter.js';
-import type { Decision, Scope } from '../../src/types.js';
+import type { Decision, Policy, Scope } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
 import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
 import { logMember, logTakes } from '../helpers/sliding-log.js';
 
@@ -36,13 +37,13 @@ function newScope(): Scope {
 
 /** The Redis server's clock in ms (what the scripts call now). */
 async function serverNowMs(admin: Client): Promise<number> {
-  const [seconds, micros] = (await admin.sendCommand(['TIME'])) as [string, string];
+  const [seconds, micros] = (await admin.client.sendCommand(['TIME'])) as [string, string];
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 
 /** Runs a raw command on the admin client (hand-written state). */
 async function raw(admin: Client, ...args: (string | number)[]): Promise<unknown> {
-  return admin.sendCommand(args.map(String));
+  return admin.client.sendCommand(args.map(String));
 }
 
 /** How a hand-written key's TTL is left: none at all, or far longer than any horizon. */
@@ -51,7 +52,7 @@ type TtlShape = 'no TTL' | '1e12 ms TTL' | 'horizon TTL';
 async function shapeTtl(admin: Client, key: string, shape: TtlShape, horizonMs: number) {
   if (shape === '1e12 ms TTL') await raw(admin, 'PEXPIRE', key, 1e12);
   else if (shape === 'horizon TTL') await raw(admin, 'PEXPIRE', key, horizonMs);
-  else assert.equal(await admin.pTTL(key), -1, 'the hand-written key has no TTL');
+  else assert.equal(await admin.client.pTTL(key), -1, 'the hand-written key has no TTL');
 }
 
 /** Every wait in a reply is within one horizon (+1 ms: a fixed window's retry is reset + 1). */
@@ -66,7 +67,7 @@ function assertBoundedReply(d: Decision, policy: Policy, label: string): void {
 
 /** The key is gone, or lives at most one horizon. */
 async function assertBoundedKey(admin: Client, key: string, policy: Policy, label: string) {
-  const pttl = await admin.pTTL(key);
+  const pttl = await admin.client.pTTL(key);
   assert.ok(
     pttl === -2 || (pttl > 0 && pttl <= policy.horizonMs),
     `${label}: PTTL ${pttl} not in (0, ${policy.horizonMs}]`,
@@ -126,13 +127,13 @@ describe('stacked policies on one scope keep separate keys (S21)', () => {
         const hourlyKey = limiter.keyOf(scope, hourly);
         const secondKey = limiter.keyOf(scope, perSecond);
         assert.notEqual(hourlyKey, secondKey);
-        assert.equal(await admin.get(hourlyKey), '5', label);
-        const pttl = await admin.pTTL(hourlyKey);
+        assert.equal(await admin.client.get(hourlyKey), '5', label);
+        const pttl = await admin.client.pTTL(hourlyKey);
         assert.ok(
           pttl > 3_000_000 && pttl <= HOUR,
           `${label}: hourly PTTL ${pttl} inherited a short TTL`,
         );
-        const secondTtl = await admin.pTTL(secondKey);
+        const secondTtl = await admin.client.pTTL(secondKey);
         assert.ok(
           secondTtl === -2 || (secondTtl > 0 && secondTtl <= 1000),
           `${label}: ${secondTtl}`,
@@ -162,12 +163,12 @@ describe('stacked policies on one scope keep separate keys (S21)', () => {
     assert.deepEqual([fourth.allowed, fourth.remaining], [true, 1]);
     const fresh = await limiter.take(scope, renamed);
     assert.deepEqual([fresh.allowed, fresh.remaining], [true, 4]);
-    assert.equal(await admin.get(keys[0] as string), '3');
-    assert.equal(await admin.get(keys[1] as string), '4');
-    assert.equal(await admin.get(keys[2] as string), '1');
-    const secondTtl = await admin.pTTL(keys[0] as string);
+    assert.equal(await admin.client.get(keys[0] as string), '3');
+    assert.equal(await admin.client.get(keys[1] as string), '4');
+    assert.equal(await admin.client.get(keys[2] as string), '1');
+    const secondTtl = await admin.client.pTTL(keys[0] as string);
     assert.ok(secondTtl > 0 && secondTtl <= 1000, `per-second PTTL ${secondTtl}`);
-    const hourTtl = await admin.pTTL(keys[1] as string);
+    const hourTtl = await admin.client.pTTL(keys[1] as string);
     assert.ok(hourTtl > 3_000_000 && hourTtl <= HOUR, `hourly PTTL ${hourTtl}`);
   });
 });
@@ -185,7 +186,7 @@ describe('a policy change while keys are alive starts afresh under the new polic
     const d = await limiter.take(scope, after);
     assert.deepEqual([d.allowed, d.remaining, d.limit], [true, 99, 100]);
     assert.ok(d.resetMs > 0 && d.resetMs <= 60_000, `resetMs ${d.resetMs}`);
-    const pttl = await admin.pTTL(limiter.keyOf(scope, after));
+    const pttl = await admin.client.pTTL(limiter.keyOf(scope, after));
     assert.ok(pttl > 0 && pttl <= 60_000, `PTTL ${pttl}`);
   });
 
@@ -213,9 +214,9 @@ describe('a policy change while keys are alive starts afresh under the new polic
     const d = await limiter.take(scope, hour);
     assert.deepEqual([d.allowed, d.remaining], [true, 9]);
     assertBoundedReply(d, hour, '1 h counter');
-    const pttl = await admin.pTTL(limiter.keyOf(scope, hour));
+    const pttl = await admin.client.pTTL(limiter.keyOf(scope, hour));
     assert.ok(pttl > 0 && pttl <= 2 * HOUR, `PTTL ${pttl}`);
-    const minuteTtl = await admin.pTTL(limiter.keyOf(scope, minute));
+    const minuteTtl = await admin.client.pTTL(limiter.keyOf(scope, minute));
     assert.ok(minuteTtl > 0 && minuteTtl <= 120_000, `60 s counter PTTL ${minuteTtl}`);
   });
 
@@ -357,7 +358,7 @@ describe('foreign state starts the scope afresh, within one horizon', () => {
         );
         assertBoundedReply(d, policy, label);
         await assertBoundedKey(admin, key, policy, label);
-        assert.ok((await admin.pTTL(key)) > 0, `${label}: the fresh state is written`);
+        assert.ok((await admin.client.pTTL(key)) > 0, `${label}: the fresh state is written`);
         // The scope goes on as a fresh one would.
         const next = await limiter.take(scope, policy);
         assert.deepEqual([next.allowed, next.remaining], [true, policy.limit - 3], label);
@@ -412,7 +413,7 @@ describe('S6: a key without a TTL (or with one beyond the horizon) is healed on 
         assert.deepEqual([d.allowed, d.remaining], [false, 0], label);
         assert.ok(d.retryAfterMs > 0, `${label}: retryAfterMs ${d.retryAfterMs}`);
         assertBoundedReply(d, policy, label);
-        const pttl = await admin.pTTL(key);
+        const pttl = await admin.client.pTTL(key);
         assert.ok(pttl > 0 && pttl <= policy.horizonMs, `${label}: PTTL ${pttl}`);
       });
     }
@@ -468,7 +469,7 @@ describe('a server clock step back within one horizon never re-admits', () => {
           assert.equal(d.remaining, 0, label);
           assert.ok(d.retryAfterMs > 0, `${label}: retryAfterMs ${d.retryAfterMs}`);
           assertBoundedReply(d, policy, label);
-          const pttl = await admin.pTTL(key);
+          const pttl = await admin.client.pTTL(key);
           assert.ok(pttl > 0 && pttl <= policy.horizonMs, `${label}: PTTL ${pttl}`);
         }
         // A peek agrees and writes nothing.
@@ -497,7 +498,7 @@ describe('a refused takeAll repairs what a denied take repairs (and consumes not
       } else {
         await raw(admin, seed[0], key, seed[1]);
       }
-      assert.equal(await admin.pTTL(key), -1, 'arranged without a TTL');
+      assert.equal(await admin.client.pTTL(key), -1, 'arranged without a TTL');
       // Another item refuses (a per-tenant limit already used up) — or this one does.
       const other = fixedWindow({ limit: 1, windowMs: 60_000, name: 'tenant-once' });
       await limiter.take({ tenant: scope.tenant }, other);
@@ -506,7 +507,7 @@ describe('a refused takeAll repairs what a denied take repairs (and consumes not
         { scope, policy },
       ]);
       assert.equal(result.allowed, false);
-      const pttl = await admin.pTTL(key);
+      const pttl = await admin.client.pTTL(key);
       assert.ok(pttl > 0 && pttl <= policy.horizonMs, `PTTL ${pttl}`);
       const peeked = await limiter.peek(scope, policy);
       assert.equal(peeked.allowed, false, 'nothing was consumed, nothing was freed');

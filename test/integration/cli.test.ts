@@ -13,15 +13,16 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import type { Policy } from '../../src/algorithms/policy.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { loadPolicyConfig, routeLimits } from '../../src/config/policies.js';
-import { RateLimiter } from '../../src/limiter.js';
-import type { Scope } from '../../src/types.js';
+import type { Policy, Scope } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
+import { loadPolicyConfig, routeLimits } from 'sluice/config';
 import { type Client, useRedis } from '../helpers/redis.js';
 
 const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
@@ -94,11 +95,11 @@ const noStack = (run: Run) => assert.doesNotMatch(run.stderr, /\n\s+at /, 'no st
 
 /** Every key of the database with its type, value (DUMP) and absolute expiry time. */
 async function snapshot(admin: Client): Promise<Map<string, string>> {
-  const keys = (await admin.sendCommand(['KEYS', '*'])) as string[]; // a test server only
+  const keys = (await admin.client.sendCommand(['KEYS', '*'])) as string[]; // a test server only
   const out = new Map<string, string>();
   for (const key of keys.sort()) {
-    const dump = (await admin.sendCommand(['DUMP', key])) as string | null;
-    const expires = await admin.sendCommand(['PEXPIRETIME', key]);
+    const dump = (await admin.client.sendCommand(['DUMP', key])) as string | null;
+    const expires = await admin.client.sendCommand(['PEXPIRETIME', key]);
     out.set(key, `${Buffer.from(dump ?? '', 'latin1').toString('hex')} @${String(expires)}`);
   }
   return out;
@@ -351,10 +352,10 @@ describe('sluice reset', () => {
     assert.equal(no.status, 1, no.stdout);
     assert.match(no.stdout, /Type "yes"/);
     assert.match(no.stdout, /not confirmed: nothing deleted/);
-    for (const key of keys.values()) assert.equal(await admin.exists(key), 1);
+    for (const key of keys.values()) assert.equal(await admin.client.exists(key), 1);
     const yes = answer('yes\n');
     assert.equal(yes.status, 0, yes.stdout);
-    for (const key of keys.values()) assert.equal(await admin.exists(key), 0);
+    for (const key of keys.values()) assert.equal(await admin.client.exists(key), 0);
   });
 });
 
@@ -384,7 +385,7 @@ describe('sluice stats', () => {
       ],
     ];
     for (const [limiter, scope, policy] of policies) await limiter.take(scope, policy);
-    await admin.set('st-app:cache', 'not a sluice key');
+    await admin.client.set('st-app:cache', 'not a sluice key');
 
     const [all, only] = await Promise.all([
       sluice(['stats', '--json', ...url()]),
@@ -422,7 +423,7 @@ describe('sluice stats', () => {
     assert.deepEqual(Object.keys(json(only).namespaces), ['st-ip']);
     assert.equal(json(only).namespaces['st-ip'].keys, 3);
 
-    await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru']);
+    await admin.client.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'allkeys-lru']);
     try {
       const text = await sluice(['stats', '--namespace', 'st-rate', ...url()]);
       assert.equal(text.code, 0, text.stderr);
@@ -432,11 +433,11 @@ describe('sluice stats', () => {
         text.stderr,
         /^warning: maxmemory-policy is allkeys-lru: under memory pressure Redis evicts keys, quota keys included/m,
       );
-      await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'volatile-ttl']);
+      await admin.client.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'volatile-ttl']);
       const volatile = json(await sluice(['stats', '--json', ...url()]));
       assert.match(volatile.warnings[0], /volatile-ttl.*every sluice key has a TTL/);
     } finally {
-      await admin.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
+      await admin.client.sendCommand(['CONFIG', 'SET', 'maxmemory-policy', 'noeviction']);
     }
   });
 
@@ -444,7 +445,7 @@ describe('sluice stats', () => {
     const admin = await redis.admin();
     const batch: string[] = [];
     for (let i = 0; i < 3000; i++) batch.push(`st-filler:${i}`, 'x');
-    await admin.sendCommand(['MSET', ...batch]);
+    await admin.client.sendCommand(['MSET', ...batch]);
     const cut = await sluice([
       'stats',
       '--max-seconds',
@@ -609,7 +610,7 @@ describe('sluice: usage, setup, help', () => {
     assert.doesNotMatch(runs[1]?.stderr ?? '', /s3cret/, 'the password is not printed');
     assert.equal(json(runs[1] as Run).ok, false);
     assert.match(runs[2]?.stderr ?? '', /cannot reach Redis at redis:\/\/127\.0\.0\.1:1/);
-    assert.match(runs[3]?.stderr ?? '', /is not a redis:\/\/ or rediss:\/\/ URL/);
+    assert.match(runs[3]?.stderr ?? '', /is not a redis:\/\/, rediss:\/\/ or unix:\/\/ URL/);
   });
 
   it('--help on every command, help <command>, the exit statuses in sluice --help', async () => {

@@ -5,10 +5,9 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { clientAddressOf, foldAddress } from '../../src/http/client-address.js';
-import { withRateLimit } from '../../src/http/node.js';
-import { RateLimiter } from '../../src/limiter.js';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { clientAddressOf, foldAddress } from 'sluice/http';
+import { withRateLimit } from 'sluice/node';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

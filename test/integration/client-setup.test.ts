@@ -1,5 +1,5 @@
 /**
- * `createRedisClient` against real servers that refuse the connection's setup: a wrong
+ * `connectRedis` against real servers that refuse the connection's setup: a wrong
  * password, none, an unknown ACL user, a user without permission, a database index the
  * server lacks, `rediss://` to a plain server, an untrusted certificate — each a
  * `RedisConfigError` naming its reason, never "Redis unavailable" — and TLS with a private
@@ -13,11 +13,15 @@ import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import {
+  fixedWindow,
+  InvalidInputError,
+  RateLimiter,
+  RedisConfigError,
+  UnavailableError,
+} from 'sluice';
+import { type ConnectRedisOptions, connectRedis } from 'sluice/node-redis';
 import { freePort, type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { InvalidInputError, RedisConfigError, UnavailableError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { type CreateRedisClientOptions, createRedisClient } from '../../src/stores/node-redis.js';
 
 const servers: PrivateRedis[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'));
@@ -27,9 +31,9 @@ after(async () => {
 });
 
 /** Connects, or resolves the error it rejected with. */
-async function attempt(options: CreateRedisClientOptions): Promise<unknown> {
+async function attempt(options: ConnectRedisOptions): Promise<unknown> {
   try {
-    const client = await createRedisClient({ reconnect: false, onError: () => {}, ...options });
+    const client = await connectRedis({ reconnect: false, onError: () => {}, ...options });
     client.destroy();
     return 'connected';
   } catch (error) {
@@ -44,20 +48,29 @@ function assertRefused(error: unknown, reason: string): void {
   assert.ok(!(error instanceof UnavailableError));
 }
 
-describe('createRedisClient: authentication and database', () => {
+describe('connectRedis: authentication and database', () => {
   let url = '';
   before(async () => {
     const server = await startRedisServer(['--requirepass', 'sesame']);
     servers.push(server);
     url = server.url;
-    const admin = await createRedisClient({ url, password: 'sesame' });
-    await admin.sendCommand(['ACL', 'SETUSER', 'weak', 'on', '>pw', '-@all', '+hello', '+ping']);
-    await admin.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>apppw', '+@all', '~*']);
+    const admin = await connectRedis({ url, password: 'sesame' });
+    await admin.client.sendCommand([
+      'ACL',
+      'SETUSER',
+      'weak',
+      'on',
+      '>pw',
+      '-@all',
+      '+hello',
+      '+ping',
+    ]);
+    await admin.client.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>apppw', '+@all', '~*']);
     admin.destroy();
   });
 
   it('the right password (and an ACL user, a database) connects and decides', async () => {
-    const client = await createRedisClient({
+    const client = await connectRedis({
       url,
       username: 'app',
       password: 'apppw',
@@ -67,7 +80,7 @@ describe('createRedisClient: authentication and database', () => {
     const decision = await limiter.take({ tenant: 'a' }, fixedWindow({ limit: 1, windowMs: 1000 }));
     assert.equal(decision.allowed, true);
     assert.equal(
-      await client.sendCommand(['CLIENT', 'INFO']).then((info) => /db=3/.test(String(info))),
+      await client.client.sendCommand(['CLIENT', 'INFO']).then((info) => /db=3/.test(String(info))),
       true,
     );
     client.destroy();
@@ -106,14 +119,14 @@ describe('createRedisClient: authentication and database', () => {
       [{ tls: { cafile: 'x' } }, 'options.tls.cafile'],
       [{ url: 'rediss://127.0.0.1:1', tls: false }, 'options.tls'],
     ] as const) {
-      const error = await attempt(options as CreateRedisClientOptions);
+      const error = await attempt(options as ConnectRedisOptions);
       assert.ok(error instanceof InvalidInputError, `${JSON.stringify(options)}: ${String(error)}`);
       assert.equal(error.field, field);
     }
   });
 });
 
-describe('createRedisClient: TLS', () => {
+describe('connectRedis: TLS', () => {
   let plain: PrivateRedis;
   let tlsUrl = '';
   let ca = '';
@@ -172,7 +185,7 @@ describe('createRedisClient: TLS', () => {
   });
 
   it('a private CA through the client’s own options connects and decides', async () => {
-    const client = await createRedisClient({ url: tlsUrl, tls: { ca } });
+    const client = await connectRedis({ url: tlsUrl, tls: { ca } });
     const limiter = new RateLimiter({ client });
     assert.equal(
       (await limiter.take({ tenant: 't' }, fixedWindow({ limit: 1, windowMs: 1000 }))).allowed,

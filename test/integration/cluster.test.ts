@@ -12,11 +12,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import type { Policy } from '../../src/algorithms/policy.js';
-import { RateLimiter, type RateLimiterOptions } from '../../src/limiter.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
-import type { Decision } from '../../src/types.js';
+import type { Decision, Policy } from 'sluice';
+import { fixedWindow, RateLimiter, type RateLimiterOptions } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
 import { keyFor, randomTenant } from '../helpers/redis.js';
 import { type Load, type RedisCluster, startLoad, useRedisCluster } from '../helpers/topology.js';
 
@@ -466,7 +464,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
 describe('a single-node client on a cluster node', () => {
   it('is reported at start (SLUICE_CLUSTER_NODE): only that node’s slots could be decided', async () => {
     const port = (await fixture.value.shards())[0]?.primary as number;
-    const client = await createRedisClient({ url: `redis://127.0.0.1:${port}`, onError: () => {} });
+    const client = await connectRedis({ url: `redis://127.0.0.1:${port}`, onError: () => {} });
     try {
       const warnings: string[] = [];
       new RateLimiter({ client, onWarning: (warning) => warnings.push(warning.code) });

@@ -8,14 +8,12 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import type { ScriptStore } from 'sluice';
+import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
 import type { LuaScript } from '../../src/algorithms/script.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { resetEpochScript } from '../../src/reset-epoch.js';
-import { MemoryStore } from '../../src/stores/memory.js';
-import { NodeRedisStore } from '../../src/stores/node-redis.js';
-import type { ScriptStore } from '../../src/stores/store.js';
+import { resetEpochScript } from '../../src/limiter/reset-epoch.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
+import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 
 const redis = useRedis();
 const route = 'GET/items';
@@ -118,7 +116,9 @@ describe('a delayed reply never makes a cached denial outlive the real one', () 
 
   it('Redis, reply delayed 400 ms: once the key expired the store decides and admits', async () => {
     const admin = await redis.admin();
-    const store = new DelayedStore(new NodeRedisStore(await redis.client()), (ms) => sleep(ms));
+    const store = new DelayedStore(new NodeRedisStore((await redis.client()).client), (ms) =>
+      sleep(ms),
+    );
     const limiter = new RateLimiter({ store, timeoutMs: 5000 });
     // Another replica, on its own connection, spends the quota.
     const other = new RateLimiter({ client: await redis.client(), denialCache: false });
@@ -148,7 +148,7 @@ describe('a delayed reply never makes a cached denial outlive the real one', () 
 
     // Wait for Redis to drop the window (it ends resetMs after the script ran).
     const bound = performance.now() + 5000;
-    while ((await admin.exists(key)) === 1) {
+    while ((await admin.client.exists(key)) === 1) {
       if (performance.now() > bound) assert.fail('the window key did not expire on Redis');
       await sleep(2);
     }

@@ -5,18 +5,18 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
 import {
+  fixedWindow,
   OverloadError,
+  RateLimiter,
   SluiceError,
   StoreError,
   TimeoutError,
   UnavailableError,
-} from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
+} from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
+import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
 import { fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
@@ -76,7 +76,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const admin = await redis.admin();
     const limiter = new RateLimiter({ client, timeoutMs: 150 });
     const tenant = randomTenant();
-    await admin.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+    await admin.client.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
     const started = performance.now();
     await assert.rejects(
       within(limiter.take({ tenant, route }, policy), boundFor(150), 'the take'),
@@ -91,7 +91,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     await sleep(700); // the pause ends; the late reply is ignored, the call is not refunded
     assert.equal(limiter.stats().inFlight, 0);
     assert.equal(
-      await admin.get(keyOf(tenant)),
+      await admin.client.get(keyOf(tenant)),
       '1',
       'the timed-out take ran on the server and stays counted',
     );
@@ -116,7 +116,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
       assert.ok(elapsed < 600, `answered in ${elapsed.toFixed(0)} ms`);
       await sleep(50);
       assert.equal(
-        await (await redis.admin()).get(keyOf(tenant)),
+        await (await redis.admin()).client.get(keyOf(tenant)),
         '2',
         'the lost call was counted by Redis',
       );
@@ -133,7 +133,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const p = fixedWindow({ limit: 100, windowMs: 60_000 });
     assert.equal((await limiter.take({ tenant, route }, p)).remaining, 99);
     assert.equal((await limiter.take({ tenant, route }, p)).remaining, 98);
-    await admin.scriptFlush();
+    await admin.client.scriptFlush();
     const burst = await Promise.all(
       Array.from({ length: 50 }, () => limiter.take({ tenant, route }, p)),
     );
@@ -169,7 +169,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const client = await redis.client();
     const admin = await redis.admin();
     const limiter = new RateLimiter({ client, maxInFlight: 8, timeoutMs: 1000 });
-    await admin.sendCommand(['CLIENT', 'PAUSE', '400', 'WRITE']);
+    await admin.client.sendCommand(['CLIENT', 'PAUSE', '400', 'WRITE']);
     const pending = Array.from({ length: 8 }, () =>
       limiter.take({ tenant: randomTenant(), route }, policy),
     );
@@ -198,7 +198,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const admin = await redis.admin();
     const limiter = new RateLimiter({ client });
     const tenant = randomTenant();
-    await admin.hSet(keyOf(tenant), 'x', '1');
+    await admin.client.hSet(keyOf(tenant), 'x', '1');
     const error = await within(
       limiter.take({ tenant, route }, policy).catch((e: unknown) => e),
       boundFor(150),
@@ -207,19 +207,19 @@ describe('failures are typed, bounded and never "allowed"', () => {
     assert.ok(error instanceof StoreError, String(error));
     assert.equal(error.redisCode, 'WRONGTYPE');
     assert.equal(limiter.stats().storeError, 1);
-    await admin.del(keyOf(tenant));
+    await admin.client.del(keyOf(tenant));
   });
 
-  it('createRedisClient with Redis down at start rejects at once with UnavailableError (never hangs retrying)', async () => {
+  it('connectRedis with Redis down at start rejects at once with UnavailableError (never hangs retrying)', async () => {
     const server = await ownServer();
     await server.kill();
     const started = performance.now();
     const warnings: Error[] = [];
     await assert.rejects(
       within(
-        createRedisClient({ url: server.url, onError: (e) => warnings.push(e) }),
+        connectRedis({ url: server.url, onError: (e) => warnings.push(e) }),
         boundFor(1000),
-        'createRedisClient',
+        'connectRedis',
       ),
       UnavailableError,
     );
@@ -229,7 +229,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
 
   it('a callback-style client (node-redis .legacy()) → UnavailableError, not a crash', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client: client.legacy() as never });
+    const limiter = new RateLimiter({ client: client.client.legacy() as never });
     await assert.rejects(
       within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
       UnavailableError,
@@ -264,7 +264,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const client = await redis.client({ url: server.url });
     const admin = await redis.client({ url: server.url });
     const limiter = new RateLimiter({ client, timeoutMs: 150 });
-    const sleeping = admin.sendCommand(['DEBUG', 'SLEEP', '1']);
+    const sleeping = admin.client.sendCommand(['DEBUG', 'SLEEP', '1']);
     await sleep(20);
     const started = performance.now();
     await assert.rejects(

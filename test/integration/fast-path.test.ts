@@ -1,5 +1,5 @@
 /**
- * The script connection of `createRedisClient` (`src/stores/resp/`): the limiter's EVALSHA
+ * The script connection of `connectRedis` (`src/stores/resp/`): the limiter's EVALSHA
  * and EVAL go over a second connection of sluice's own, written at once, while everything
  * else stays on node-redis — with the same setup (AUTH, ACL user, SELECT), the same
  * failure rules (no queue, nothing resent, reconnect reported, stalls recycled) and the
@@ -10,13 +10,11 @@ import { spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, isSluiceError, RateLimiter, UnavailableError } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
-import { isSluiceError, UnavailableError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
-import { fastPathOf } from '../../src/stores/resp/fast-path.js';
+import type { RespConnection } from '../../src/redis/resp/connection.js';
 import { type Client, commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
@@ -31,7 +29,7 @@ const route = 'POST/orders';
 
 /** The connections of `CLIENT LIST`, each as its fields. */
 async function clientList(admin: Client): Promise<Record<string, string>[]> {
-  const text = String(await admin.sendCommand(['CLIENT', 'LIST']));
+  const text = String(await admin.client.sendCommand(['CLIENT', 'LIST']));
   return text
     .trim()
     .split('\n')
@@ -64,6 +62,11 @@ function outcome(take: Promise<{ allowed: boolean }>): Promise<string> {
   );
 }
 
+/** The script connection of a connection (its test hook). */
+function fastPathOf(client: { readonly scriptConnection: RespConnection | undefined }) {
+  return client.scriptConnection;
+}
+
 function tally(outcomes: readonly string[]): Record<string, number> {
   const counts: Record<string, number> = {};
   for (const o of outcomes) counts[o] = (counts[o] ?? 0) + 1;
@@ -74,8 +77,8 @@ describe('script connection: routing', () => {
   it('takes go over the script connection (named sluice), INFO and other commands over node-redis', async () => {
     const client = await redis.client();
     const admin = await redis.admin();
-    assert.ok(fastPathOf(client), 'createRedisClient attached a script connection');
-    const id = String(await client.sendCommand(['CLIENT', 'ID']));
+    assert.ok(fastPathOf(client), 'connectRedis attached a script connection');
+    const id = String(await client.client.sendCommand(['CLIENT', 'ID']));
     const limiter = new RateLimiter({ client });
     const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
     for (let i = 0; i < 20; i++) await limiter.take({ tenant: randomTenant(), route }, policy);
@@ -95,14 +98,14 @@ describe('script connection: routing', () => {
   });
 
   it('fastPath: false: node-redis alone, one connection', async () => {
-    const client = await createRedisClient({
+    const client = await connectRedis({
       url: redis.server.url,
       fastPath: false,
       onError: () => {},
     });
     try {
       assert.equal(fastPathOf(client), undefined);
-      const id = String(await client.sendCommand(['CLIENT', 'ID']));
+      const id = String(await client.client.sendCommand(['CLIENT', 'ID']));
       const limiter = new RateLimiter({ client });
       const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
       assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
@@ -132,7 +135,7 @@ describe('script connection: routing', () => {
     }
     const admin = await redis.admin();
     for (const tenant of tenants) {
-      const counted = await admin.get(keyFor(policy, tenant, route));
+      const counted = await admin.client.get(keyFor(policy, tenant, route));
       assert.ok(counted !== null && Number(counted) >= 37, `${tenant}: counted ${counted}`);
     }
     client.destroy();
@@ -145,7 +148,7 @@ describe('script connection: routing', () => {
     const policy = fixedWindow({ limit: 2, windowMs: 60_000 });
     const tenant = randomTenant();
     assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
-    await admin.sendCommand(['SCRIPT', 'FLUSH']);
+    await admin.client.sendCommand(['SCRIPT', 'FLUSH']);
     const evals = await commandCalls(admin, 'eval');
     const after = await Promise.all([
       limiter.take({ tenant, route }, policy),
@@ -166,16 +169,16 @@ describe('script connection: setup', () => {
   it('AUTH (requirepass, an ACL user) and SELECT: the keys land in the database chosen', async () => {
     const server = await startRedisServer(['--requirepass', 'sesame']);
     servers.push(server);
-    const admin = await createRedisClient({ url: server.url, password: 'sesame', fastPath: false });
+    const admin = await connectRedis({ url: server.url, password: 'sesame', fastPath: false });
     try {
-      await admin.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>apppw', '+@all', '~*']);
+      await admin.client.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>apppw', '+@all', '~*']);
       const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
       for (const [options, user, db] of [
         [{ password: 'sesame' }, 'default', '0'],
         [{ username: 'app', password: 'apppw', database: 3 }, 'app', '3'],
         [{ url: `${server.url.replace('redis://', 'redis://app:apppw@')}/5` }, 'app', '5'],
       ] as const) {
-        const client = await createRedisClient({ url: server.url, ...options, onError: () => {} });
+        const client = await connectRedis({ url: server.url, ...options, onError: () => {} });
         try {
           const tenant = randomTenant();
           const limiter = new RateLimiter({ client });
@@ -185,13 +188,13 @@ describe('script connection: setup', () => {
             scripts.some((c) => c.user === user && c.db === db && /^eval/.test(c.cmd ?? '')),
             `${JSON.stringify(options)}: ${JSON.stringify(scripts)}`,
           );
-          await admin.sendCommand(['SELECT', db]);
+          await admin.client.sendCommand(['SELECT', db]);
           assert.equal(
-            await admin.exists(keyFor(policy, tenant, route)),
+            await admin.client.exists(keyFor(policy, tenant, route)),
             1,
             `the key is in db ${db}`,
           );
-          await admin.sendCommand(['SELECT', '0']);
+          await admin.client.sendCommand(['SELECT', '0']);
         } finally {
           client.destroy();
         }
@@ -207,7 +210,7 @@ describe('script connection: failures', () => {
     // One client allowed: node-redis's connection takes it, the script connection is refused.
     const server = await startRedisServer(['--maxclients', '1']);
     servers.push(server);
-    const error = await createRedisClient({ url: server.url, onError: () => {} }).then(
+    const error = await connectRedis({ url: server.url, onError: () => {} }).then(
       (client) => {
         client.destroy();
         return 'connected';
@@ -220,7 +223,7 @@ describe('script connection: failures', () => {
     const deadline = performance.now() + 2000;
     let again: unknown;
     while (performance.now() < deadline) {
-      again = await createRedisClient({ url: server.url, fastPath: false }).then(
+      again = await connectRedis({ url: server.url, fastPath: false }).then(
         (client) => {
           client.destroy();
           return 'connected';
@@ -238,7 +241,7 @@ describe('script connection: failures', () => {
     servers.push(server);
     const errors: Error[] = [];
     const reconnects: number[] = [];
-    const client = await createRedisClient({
+    const client = await connectRedis({
       url: server.url,
       onError: (error) => errors.push(error),
       onReconnect: (attempt) => reconnects.push(attempt),
@@ -290,7 +293,7 @@ describe('script connection: failures', () => {
     await until(() => client.isReady && fastPathOf(client)?.isReady === true, 5000, 'reconnected');
     await sleep(200); // a resend would have landed by now
     // The first take and the cut one (it ran): 2, never 3.
-    assert.equal(await admin.get(keyFor(policy, tenant, route)), '2');
+    assert.equal(await admin.client.get(keyFor(policy, tenant, route)), '2');
     client.destroy();
   });
 
@@ -341,7 +344,7 @@ describe('script connection: failures', () => {
     const scripts = (await clientList(admin)).filter((c) => c.name === 'sluice');
     const mine = scripts.at(-1);
     assert.ok(mine);
-    await admin.sendCommand(['CLIENT', 'KILL', 'ID', mine.id as string]);
+    await admin.client.sendCommand(['CLIENT', 'KILL', 'ID', mine.id as string]);
     await until(() => !client.isOpen, 2000, 'the client is closed');
     assert.equal(fastPathOf(client)?.isOpen, false);
     const limiter = new RateLimiter({ client });

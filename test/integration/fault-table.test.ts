@@ -9,12 +9,10 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, isSluiceError, RateLimiter } from 'sluice';
+import { withRateLimit } from 'sluice/node';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { type ProxyMode, startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
-import { isSluiceError } from '../../src/errors.js';
-import { withRateLimit } from '../../src/http/node.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { type Client, fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
@@ -154,7 +152,8 @@ const ROWS: Row[] = [
       return {
         client,
         tenant: randomTenant(),
-        inject: async () => void (await admin.sendCommand(['CLIENT', 'PAUSE', '700', 'ALL'])),
+        inject: async () =>
+          void (await admin.client.sendCommand(['CLIENT', 'PAUSE', '700', 'ALL'])),
       };
     },
   },
@@ -171,7 +170,7 @@ const ROWS: Row[] = [
         client,
         tenant: randomTenant(),
         inject: async () => {
-          admin.sendCommand(['DEBUG', 'SLEEP', '0.7']).catch(() => {});
+          admin.client.sendCommand(['DEBUG', 'SLEEP', '0.7']).catch(() => {});
           await sleep(20);
         },
       };
@@ -188,7 +187,7 @@ const ROWS: Row[] = [
       return {
         client,
         tenant: randomTenant(),
-        inject: async () => void (await admin.scriptFlush()),
+        inject: async () => void (await admin.client.scriptFlush()),
       };
     },
   },
@@ -219,7 +218,7 @@ const ROWS: Row[] = [
         client,
         tenant,
         inject: async () =>
-          void (await (await redis.admin()).hSet(keyFor(policy, tenant, route), 'x', '1')),
+          void (await (await redis.admin()).client.hSet(keyFor(policy, tenant, route), 'x', '1')),
       };
     },
   },

@@ -5,11 +5,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import type { Policy } from '../../src/algorithms/policy.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
-import type { Decision } from '../../src/types.js';
+import type { Decision, Policy } from 'sluice';
+import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -44,7 +41,7 @@ describe('fixed window on Redis', () => {
       assert.equal(d.remaining, 0);
       assert.ok(d.retryAfterMs > 0 && d.retryAfterMs <= 1001, `retryAfterMs ${d.retryAfterMs}`);
     }
-    assert.equal(await (await redis.admin()).get(keyOf(tenant, policy)), '10');
+    assert.equal(await (await redis.admin()).client.get(keyOf(tenant, policy)), '10');
     await sleep(1100);
     assert.equal((await (a as RateLimiter).take({ tenant, route }, policy)).allowed, true);
   });
@@ -70,7 +67,7 @@ describe('fixed window on Redis', () => {
       );
       assert.deepEqual([d.allowed, d.remaining, d.limit], [false, 0, 5]);
       assert.equal(d.retryAfterMs, d.resetMs + 1);
-      assert.equal(await admin.get(keyOf(tenant, policy)), '5');
+      assert.equal(await admin.client.get(keyOf(tenant, policy)), '5');
     }
     assert.deepEqual([limiter.stats().limited, limiter.stats().cachedDenials], [5, 0]);
   });
@@ -126,7 +123,7 @@ describe('fixed window on Redis', () => {
     await limiter.take({ tenant, route }, policy);
     await sleep(300);
     const d = await limiter.take({ tenant, route }, policy);
-    const pttl = await admin.pTTL(keyOf(tenant, policy));
+    const pttl = await admin.client.pTTL(keyOf(tenant, policy));
     assert.ok(pttl <= 4750 && pttl > 0, `PTTL ${pttl} should have kept counting down`);
     assert.ok(d.resetMs <= 4750, `resetMs ${d.resetMs}`);
   });
@@ -136,10 +133,10 @@ describe('fixed window on Redis', () => {
     const admin = await redis.admin();
     const tenant = randomTenant();
     const policy = fixedWindow({ limit: 3, windowMs: 500 });
-    await admin.set(keyOf(tenant, policy), '3'); // abnormal: no TTL
+    await admin.client.set(keyOf(tenant, policy), '3'); // abnormal: no TTL
     const denied = await limiter.take({ tenant, route }, policy);
     assert.equal(denied.allowed, false);
-    const pttl = await admin.pTTL(keyOf(tenant, policy));
+    const pttl = await admin.client.pTTL(keyOf(tenant, policy));
     assert.ok(pttl > 0 && pttl <= 500, `PTTL ${pttl}`);
     assert.equal(denied.resetMs, 500);
     await sleep(denied.retryAfterMs + 50);
@@ -151,10 +148,10 @@ describe('fixed window on Redis', () => {
     const admin = await redis.admin();
     const tenant = randomTenant();
     const policy = fixedWindow({ limit: 3, windowMs: 800 });
-    await admin.set(keyOf(tenant, policy), '1');
+    await admin.client.set(keyOf(tenant, policy), '1');
     const d = await limiter.take({ tenant, route }, policy);
     assert.deepEqual([d.allowed, d.remaining], [true, 1]);
-    const pttl = await admin.pTTL(keyOf(tenant, policy));
+    const pttl = await admin.client.pTTL(keyOf(tenant, policy));
     assert.ok(pttl > 0 && pttl <= 800, `PTTL ${pttl}`);
   });
 
@@ -167,7 +164,7 @@ describe('fixed window on Redis', () => {
       tenants.flatMap((tenant) => [1, 2, 3].map(() => limiter.take({ tenant, route }, policy))),
     );
     for (const tenant of tenants) {
-      const pttl = await admin.pTTL(keyOf(tenant, policy));
+      const pttl = await admin.client.pTTL(keyOf(tenant, policy));
       assert.ok(pttl > 0 && pttl <= 2000, `PTTL ${pttl}`);
     }
   });
@@ -188,13 +185,13 @@ describe('fixed window on Redis', () => {
     );
     const last = await limiter.take(scope, policy, { cost: 2 });
     assert.deepEqual([last.allowed, last.remaining], [true, 0]);
-    assert.equal(await admin.get(keyOf(tenant, policy)), '10');
+    assert.equal(await admin.client.get(keyOf(tenant, policy)), '10');
 
     const fresh = { tenant: randomTenant(), route };
     const huge = await limiter.take(fresh, policy, { cost: 1_000_000 });
     assert.deepEqual([huge.allowed, huge.remaining, huge.retryAfterMs], [false, 10, Infinity]);
     assert.equal(
-      await admin.exists(keyOf(fresh.tenant, policy)),
+      await admin.client.exists(keyOf(fresh.tenant, policy)),
       0,
       'nothing written for a denied oversize cost',
     );
@@ -270,8 +267,8 @@ describe('fixed window on Redis', () => {
     const d = await b.take({ tenant, route }, v2);
     assert.deepEqual([d.allowed, d.remaining, d.limit], [true, 4, 5]);
     const admin = await redis.admin();
-    assert.equal(await admin.get(keyOf(tenant, v1)), '3');
-    assert.equal(await admin.get(keyOf(tenant, v2)), '1');
+    assert.equal(await admin.client.get(keyOf(tenant, v1)), '3');
+    assert.equal(await admin.client.get(keyOf(tenant, v2)), '1');
   });
 
   it('case C11: the boundary burst — up to 2 × limit pass across a window edge (documented worst case)', async () => {

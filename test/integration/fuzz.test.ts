@@ -7,15 +7,18 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { InvalidInputError, isSluiceError } from '../../src/errors.js';
-import { withRateLimit } from '../../src/http/node.js';
-import { RateLimiter } from '../../src/limiter.js';
-import type { Decision } from '../../src/types.js';
+import type { Decision } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  InvalidInputError,
+  isSluiceError,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
+import { withRateLimit } from 'sluice/node';
 import { commandCalls, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

@@ -9,11 +9,9 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import express from 'express';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, isSluiceError, RateLimiter } from 'sluice';
+import { type ExpressRequestLike, expressRateLimit, expressRoute } from 'sluice/express';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
-import { isSluiceError } from '../../src/errors.js';
-import { type ExpressRequestLike, expressRateLimit, expressRoute } from '../../src/http/express.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

@@ -7,10 +7,9 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import express from 'express';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { expressRateLimit } from 'sluice/express';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
-import { expressRateLimit } from '../../src/http/express.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

@@ -6,11 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import Fastify from 'fastify';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
+import { fixedWindow, RateLimiter, tokenBucket } from 'sluice';
+import { fastifyRateLimit } from 'sluice/fastify';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
-import { fastifyRateLimit } from '../../src/http/fastify.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

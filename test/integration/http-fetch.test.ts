@@ -6,10 +6,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Hono } from 'hono';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { type FetchRateLimitOptions, fetchRateLimit } from 'sluice/fetch';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
-import { type FetchRateLimitOptions, fetchRateLimit } from '../../src/http/fetch.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

@@ -6,12 +6,11 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import type { Policy } from '../../src/algorithms/policy.js';
+import type { Policy } from 'sluice';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { type NodeRateLimitOptions, withRateLimit } from 'sluice/node';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { type NodeRateLimitOptions, withRateLimit } from '../../src/http/node.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -193,7 +192,7 @@ describe('node:http adapter', () => {
     const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 200 });
     const a = await app(limiter, fixedWindow({ limit: 3, windowMs: 60_000 }));
     const admin = await redis.admin();
-    await admin.sendCommand(['CLIENT', 'PAUSE', '1500', 'ALL']);
+    await admin.client.sendCommand(['CLIENT', 'PAUSE', '1500', 'ALL']);
     const started = performance.now();
     const results = await Promise.all(Array.from({ length: 100 }, () => a.post(randomTenant())));
     const elapsed = performance.now() - started;
@@ -444,7 +443,7 @@ describe('node:http adapter', () => {
     const a = await app(limiter, fixedWindow({ limit: 100, windowMs: 60_000 }));
     const tenant = randomTenant();
     assert.equal((await a.post(tenant)).status, 200);
-    await (await redis.admin()).scriptFlush();
+    await (await redis.admin()).client.scriptFlush();
     const results = await Promise.all(Array.from({ length: 50 }, () => a.post(tenant)));
     assert.ok(results.every((r) => r.status === 200));
   });

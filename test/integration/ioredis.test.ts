@@ -11,17 +11,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
-import { batchScript, crossSlotBatchScript } from '../../src/algorithms/batch.js';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { InvalidInputError, StoreError, UnavailableError } from '../../src/errors.js';
-import { RateLimiter, type RateLimiterOptions } from '../../src/limiter.js';
 import {
-  type IoRedisClusterLike,
-  IoRedisClusterStore,
-  IoRedisStore,
-} from '../../src/stores/ioredis.js';
-import { clientKind, storeFor } from '../../src/stores/select.js';
+  fixedWindow,
+  InvalidInputError,
+  RateLimiter,
+  type RateLimiterOptions,
+  StoreError,
+  UnavailableError,
+} from 'sluice';
+import type { IoRedisClusterLike } from 'sluice/ioredis';
+import { batchScript, crossSlotBatchScript } from '../../src/algorithms/batch.js';
+import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { IoRedisClusterStore, IoRedisStore } from '../../src/redis/ioredis/stores.js';
+import { clientKind, storeFor } from '../../src/redis/select.js';
 import { RerouteError } from '../../src/stores/store.js';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -285,9 +287,9 @@ describe('ioredis Redis: decisions', () => {
     const limiter = new RateLimiter({ client: asClient(await ioredis()) });
     const tenant = randomTenant();
     assert.equal((await limiter.take({ tenant, route }, policy)).remaining, 9);
-    await admin.scriptFlush();
+    await admin.client.scriptFlush();
     assert.equal((await limiter.take({ tenant, route }, policy)).remaining, 8, 'alone');
-    await admin.scriptFlush();
+    await admin.client.scriptFlush();
     const burst = await Promise.all(
       Array.from({ length: 5 }, () => limiter.take({ tenant, route }, policy)),
     );
@@ -299,7 +301,7 @@ describe('ioredis Redis: decisions', () => {
     const admin = await redis.admin();
     const limiter = new RateLimiter({ client: asClient(await ioredis()), denialCache: false });
     const bad = randomTenant();
-    await admin.hSet(keyFor(policy, bad, route), 'x', '1');
+    await admin.client.hSet(keyFor(policy, bad, route), 'x', '1');
     try {
       const alone = await reason(limiter.take({ tenant: bad, route }, policy));
       const batched = await Promise.allSettled([
@@ -312,7 +314,7 @@ describe('ioredis Redis: decisions', () => {
         assert.ok(error instanceof StoreError && error.redisCode === 'WRONGTYPE', String(error));
       }
     } finally {
-      await admin.del(keyFor(policy, bad, route));
+      await admin.client.del(keyFor(policy, bad, route));
     }
   });
 });

@@ -22,16 +22,12 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { Counter, Registry } from 'prom-client';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { createGuard } from '../../src/http/guard.js';
-import { RateLimiter } from '../../src/limiter.js';
-import {
-  OPEN_TELEMETRY_INSTRUMENTS,
-  openTelemetryMetrics,
-} from '../../src/metrics/opentelemetry.js';
-import { prometheusMetrics } from '../../src/metrics/prometheus.js';
-import type { DecisionEvent, Metrics } from '../../src/metrics/types.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
+import type { DecisionEvent, Metrics } from 'sluice';
+import { fixedWindow, RateLimiter } from 'sluice';
+import { createGuard } from 'sluice/http';
+import { connectRedis } from 'sluice/node-redis';
+import { OPEN_TELEMETRY_INSTRUMENTS, openTelemetryMetrics } from 'sluice/opentelemetry';
+import { prometheusMetrics } from 'sluice/prometheus';
 import { keyFor, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -72,7 +68,7 @@ async function runSequence(metrics: Metrics, read: () => Promise<Exposition>): P
   const admin = await redis.admin();
   const events: DecisionEvent[] = [];
   const redisEvents: string[] = [];
-  const client = await createRedisClient({
+  const client = await connectRedis({
     url: redis.server.url,
     reconnect: true,
     // The sink, and a note of each event so that the test knows when the reconnect came.
@@ -114,13 +110,13 @@ async function runSequence(metrics: Metrics, read: () => Promise<Exposition>): P
   // invalid: nothing sent.
   await assert.rejects(limiter.take({ tenant: '' }, orders), { code: 'SLUICE_INVALID_INPUT' });
   // store_error: a key of the wrong type.
-  await admin.hSet(keyFor(broken, tenant, 'POST/orders'), 'x', '1');
+  await admin.client.hSet(keyFor(broken, tenant, 'POST/orders'), 'x', '1');
   await assert.rejects(limiter.take({ tenant, route: 'POST/orders' }, broken), {
     code: 'SLUICE_STORE_ERROR',
   });
   // timeout and overload while scripts are held by CLIENT PAUSE WRITE (PING, GET still run).
   const second = new RateLimiter({ client, metrics, maxInFlight: 1, timeoutMs: 1000 });
-  await admin.sendCommand(['CLIENT', 'PAUSE', '400', 'WRITE']);
+  await admin.client.sendCommand(['CLIENT', 'PAUSE', '400', 'WRITE']);
   const timedOut = limiter.take(scope, bulk);
   const held = second.take(scope, bulk);
   await assert.rejects(second.take(scope, bulk), { code: 'SLUICE_OVERLOAD' });
@@ -130,7 +126,7 @@ async function runSequence(metrics: Metrics, read: () => Promise<Exposition>): P
   const inFlightWhileHeld = gauge[0]?.value ?? -1;
   assert.equal((await held).allowed, true);
   // unavailable: a destroyed client.
-  const closed = await createRedisClient({ url: redis.server.url, onError: () => {} });
+  const closed = await connectRedis({ url: redis.server.url, onError: () => {} });
   closed.destroy();
   const down = new RateLimiter({ client: closed, metrics, eventTenant: true });
   await assert.rejects(down.take(scope, orders), { code: 'SLUICE_UNAVAILABLE' });
@@ -179,8 +175,8 @@ async function runSequence(metrics: Metrics, read: () => Promise<Exposition>): P
   assert.equal((await shadowRoute({ tenant })).pass, true); // limited (cached), shadow: passes
 
   // A Redis reconnect: the client's connection killed by the server.
-  const id = String(await client.sendCommand(['CLIENT', 'ID']));
-  await admin.sendCommand(['CLIENT', 'KILL', 'ID', id]);
+  const id = String(await client.client.sendCommand(['CLIENT', 'ID']));
+  await admin.client.sendCommand(['CLIENT', 'KILL', 'ID', id]);
   const deadline = Date.now() + 5000;
   while (!(redisEvents.includes('reconnect') && client.isReady) && Date.now() < deadline) {
     await sleep(5);

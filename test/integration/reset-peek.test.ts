@@ -8,18 +8,19 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import type { Policy } from '../../src/algorithms/policy.js';
+import type { Decision, Policy, Scope, ScriptStore, TakeAllItem } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  InvalidInputError,
+  MemoryStore,
+  RateLimiter,
+  type RateLimiterOptions,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
 import type { LuaScript } from '../../src/algorithms/script.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { RateLimiter, type RateLimiterOptions } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
-import type { ScriptStore } from '../../src/stores/store.js';
-import type { Decision, Scope, TakeAllItem } from '../../src/types.js';
 import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
 import { logMember, logTakes } from '../helpers/sliding-log.js';
 
@@ -76,10 +77,10 @@ const STORES: Record<string, () => Promise<StoreUnderTest>> = {
       limiter: async (options = {}) =>
         new RateLimiter({ ...options, client: await redis.client() }),
       snapshot: async (key) => {
-        if ((await admin.exists(key)) === 0) return null;
+        if ((await admin.client.exists(key)) === 0) return null;
         return {
-          dump: await admin.sendCommand(['DUMP', key]),
-          expireAt: await admin.sendCommand(['PEXPIRETIME', key]),
+          dump: await admin.client.sendCommand(['DUMP', key]),
+          expireAt: await admin.client.sendCommand(['PEXPIRETIME', key]),
         };
       },
     };
@@ -172,63 +173,75 @@ describe('peek never repairs state (Redis)', () => {
   const window = () => String(Math.floor(Date.now() / 10_000));
   /** [label, policy, write (no TTL), whether a take would be admitted] */
   const cases: [string, Policy, (admin: Client, key: string) => Promise<unknown>, boolean][] = [
-    ['fixed window: a valid count', fw, (admin, key) => admin.sendCommand(['SET', key, '2']), true],
-    ["fixed window: count 'abc'", fw, (admin, key) => admin.sendCommand(['SET', key, 'abc']), true],
+    [
+      'fixed window: a valid count',
+      fw,
+      (admin, key) => admin.client.sendCommand(['SET', key, '2']),
+      true,
+    ],
+    [
+      "fixed window: count 'abc'",
+      fw,
+      (admin, key) => admin.client.sendCommand(['SET', key, 'abc']),
+      true,
+    ],
     [
       'token bucket: last written 1e12 ms ahead',
       tb,
-      (admin, key) => admin.sendCommand(['HSET', key, 's', '0', 't', String(Date.now() + 1e12)]),
+      (admin, key) =>
+        admin.client.sendCommand(['HSET', key, 's', '0', 't', String(Date.now() + 1e12)]),
       true,
     ],
     [
       'sliding window log: a member scored 1e15',
       swl,
-      (admin, key) => admin.sendCommand(['ZADD', key, '1e15', logMember(1, 1)]),
+      (admin, key) => admin.client.sendCommand(['ZADD', key, '1e15', logMember(1, 1)]),
       true,
     ],
     [
       'sliding window counter: counts 999',
       swc,
-      (admin, key) => admin.sendCommand(['HSET', key, 'w', '1', 'c', '999', 'p', '999']),
+      (admin, key) => admin.client.sendCommand(['HSET', key, 'w', '1', 'c', '999', 'p', '999']),
       true,
     ],
     [
       'GCRA: a TAT of 1e18 µs',
       gc,
-      (admin, key) => admin.sendCommand(['SET', key, '1000000000000000000']),
+      (admin, key) => admin.client.sendCommand(['SET', key, '1000000000000000000']),
       true,
     ],
     // Denial paths, where a take heals the missing TTL (S6) and a peek must not.
     [
       'fixed window: count = limit',
       fw,
-      (admin, key) => admin.sendCommand(['SET', key, '5']),
+      (admin, key) => admin.client.sendCommand(['SET', key, '5']),
       false,
     ],
     [
       'token bucket: empty, last written now',
       tb,
-      (admin, key) => admin.sendCommand(['HSET', key, 's', '0', 't', String(Date.now())]),
+      (admin, key) => admin.client.sendCommand(['HSET', key, 's', '0', 't', String(Date.now())]),
       false,
     ],
     [
       'sliding window log: the limit filled now',
       swl,
       (admin, key) => {
-        return admin.sendCommand(['ZADD', key, ...logTakes(Date.now(), [1, 1, 3])]);
+        return admin.client.sendCommand(['ZADD', key, ...logTakes(Date.now(), [1, 1, 3])]);
       },
       false,
     ],
     [
       'sliding window counter: the current window at the limit',
       swc,
-      (admin, key) => admin.sendCommand(['HSET', key, 'w', window(), 'c', '5', 'p', '0']),
+      (admin, key) => admin.client.sendCommand(['HSET', key, 'w', window(), 'c', '5', 'p', '0']),
       false,
     ],
     [
       'GCRA: TAT = now + τ',
       gc,
-      (admin, key) => admin.sendCommand(['SET', key, String(Date.now() * 1000 + 10_000_000)]),
+      (admin, key) =>
+        admin.client.sendCommand(['SET', key, String(Date.now() * 1000 + 10_000_000)]),
       false,
     ],
   ];
@@ -239,15 +252,19 @@ describe('peek never repairs state (Redis)', () => {
       const scope: Scope = { tenant: randomTenant(), route };
       const key = limiter.keyOf(scope, policy);
       await write(admin, key);
-      assert.equal(await admin.pTTL(key), -1);
-      const before = await admin.sendCommand(['DUMP', key]);
+      assert.equal(await admin.client.pTTL(key), -1);
+      const before = await admin.client.sendCommand(['DUMP', key]);
       const peeked = await limiter.peek(scope, policy);
       assert.equal(peeked.allowed, admits);
-      assert.equal(await admin.pTTL(key), -1, 'the peek gave the key a TTL');
-      assert.deepEqual(await admin.sendCommand(['DUMP', key]), before, 'the peek rewrote it');
+      assert.equal(await admin.client.pTTL(key), -1, 'the peek gave the key a TTL');
+      assert.deepEqual(
+        await admin.client.sendCommand(['DUMP', key]),
+        before,
+        'the peek rewrote it',
+      );
       const taken = await limiter.take(scope, policy);
       assert.deepEqual(pick(taken), pick(peeked));
-      const pttl = await admin.pTTL(key);
+      const pttl = await admin.client.pTTL(key);
       assert.ok(pttl > 0 && pttl <= policy.horizonMs, `PTTL ${pttl} after the take`);
     });
   }

@@ -12,8 +12,7 @@ import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createClient, createSentinel } from 'redis';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { RateLimiter } from '../../src/limiter.js';
+import { fixedWindow, RateLimiter } from 'sluice';
 import { keyFor, randomTenant } from '../helpers/redis.js';
 import { type LoadEvent, type RedisSentinel, startLoad, useSentinel } from '../helpers/topology.js';
 

@@ -7,17 +7,11 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { createClient } from 'redis';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import type { StartupWarning } from 'sluice';
+import { fixedWindow, RateLimiter, UnavailableError } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { UnavailableError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
-import {
-  factsFromInfo,
-  olderThan,
-  type StartupWarning,
-  warningsFor,
-} from '../../src/stores/server-checks.js';
+import { factsFromInfo, olderThan, warningsFor } from '../../src/redis/server-checks.js';
 
 const servers: PrivateRedis[] = [];
 const clients: { destroy(): void }[] = [];
@@ -34,7 +28,7 @@ async function server(args: string[] = []): Promise<PrivateRedis> {
 
 /** The warnings a limiter on `url` reports, waiting until `count` came (or 3 s). */
 async function warningsOf(url: string, count: number): Promise<StartupWarning[]> {
-  const client = await createRedisClient({ url, onError: () => {} });
+  const client = await connectRedis({ url, onError: () => {} });
   clients.push(client);
   const warnings: StartupWarning[] = [];
   new RateLimiter({ client, onWarning: (warning) => warnings.push(warning) });
@@ -75,7 +69,7 @@ describe('start-up checks', () => {
   it('a replica refuses a take with the same UnavailableError (READONLY) alone and in a batch', async () => {
     const primary = await server();
     const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
-    const client = await createRedisClient({ url: replica.url, onError: () => {} });
+    const client = await connectRedis({ url: replica.url, onError: () => {} });
     clients.push(client);
     const limiter = new RateLimiter({ client, onWarning: () => {} });
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });

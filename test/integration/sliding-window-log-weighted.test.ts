@@ -12,20 +12,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { RateLimiter, type ScriptStore, slidingWindowLog } from 'sluice';
 import { MAX_WINDOW_MS } from '../../src/algorithms/policy.js';
 import {
   type LogEntry,
   MAX_LOG_LIMIT,
-  slidingWindowLog,
   slidingWindowLogScript,
   slidingWindowLogTwin,
 } from '../../src/algorithms/sliding-window-log.js';
 import { TAKE, type TwinState } from '../../src/algorithms/twin.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { NodeRedisStore } from '../../src/stores/node-redis.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
 import { type Client, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { logMember } from '../helpers/sliding-log.js';
+import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 
 const redis = useRedis();
 const RUNS = Number(process.env.SLUICE_MODEL_RUNS ?? 1000);
@@ -108,8 +107,8 @@ async function redisLog(
   nowMs: number,
 ): Promise<{ entries: LogEntry[]; expireAt: number | null } | null> {
   const [vexp, flat] = (await Promise.all([
-    admin.sendCommand(['GET', `${key}:vexp`]),
-    admin.sendCommand(['ZRANGE', key, '0', '-1', 'WITHSCORES']),
+    admin.client.sendCommand(['GET', `${key}:vexp`]),
+    admin.client.sendCommand(['ZRANGE', key, '0', '-1', 'WITHSCORES']),
   ])) as unknown as [string | null, (string | [string, string | number])[]];
   const expireAt = vexp === null ? null : Number(vexp);
   if (flat.length === 0 || (expireAt !== null && nowMs > expireAt)) return null;
@@ -235,7 +234,7 @@ describe('weighted sliding window log: exact, and the twin decides as the script
             s1 < s2 ? -1 : s1 > s2 ? 1 : m1 < m2 ? -1 : m1 > m2 ? 1 : 0,
           );
           if (entries.length > 0) {
-            await admin.sendCommand([
+            await admin.client.sendCommand([
               'ZADD',
               key,
               ...entries.flatMap(([score, member]) => [String(score), member]),
@@ -287,17 +286,17 @@ describe('weighted sliding window log: one member per take, bounded calls (Redis
   /** How long Redis ran the script calls of `run` (the longest, µs, from SLOWLOG). */
   async function scriptMicros(run: () => Promise<unknown>): Promise<number> {
     const admin = await redis.admin();
-    await admin.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '0']);
-    await admin.sendCommand(['CONFIG', 'SET', 'slowlog-max-len', '1024']);
-    await admin.sendCommand(['SLOWLOG', 'RESET']);
+    await admin.client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '0']);
+    await admin.client.sendCommand(['CONFIG', 'SET', 'slowlog-max-len', '1024']);
+    await admin.client.sendCommand(['SLOWLOG', 'RESET']);
     try {
       await run();
-      const entries = (await admin.sendCommand(['SLOWLOG', 'GET', '1024'])) as unknown[][];
+      const entries = (await admin.client.sendCommand(['SLOWLOG', 'GET', '1024'])) as unknown[][];
       const calls = entries.filter((e) => /^(EVALSHA|EVAL)$/i.test(String((e[3] as unknown[])[0])));
       assert.ok(calls.length > 0, 'no script call in SLOWLOG');
       return Math.max(...calls.map((e) => Number(e[2])));
     } finally {
-      await admin.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '10000']);
+      await admin.client.sendCommand(['CONFIG', 'SET', 'slowlog-log-slower-than', '10000']);
     }
   }
 
@@ -314,7 +313,7 @@ describe('weighted sliding window log: one member per take, bounded calls (Redis
   }
 
   async function store(): Promise<NodeRedisStore> {
-    const s = new NodeRedisStore(await redis.client());
+    const s = new NodeRedisStore((await redis.client()).client);
     // Loaded once, so that no measured call is an EVAL after NOSCRIPT.
     await s.evalScript(policy.script, [keyFor(policy, randomTenant())], policy.args(1));
     return s;
@@ -327,7 +326,7 @@ describe('weighted sliding window log: one member per take, bounded calls (Redis
     const d = await limiter.take(scope, policy, { cost: MAX_LOG_LIMIT });
     assert.deepEqual([d.allowed, d.remaining], [true, 0]);
     const key = limiter.keyOf(scope, policy);
-    const members = (await admin.sendCommand(['ZRANGE', key, '0', '-1'])) as string[];
+    const members = (await admin.client.sendCommand(['ZRANGE', key, '0', '-1'])) as string[];
     assert.deepEqual(members, [logMember(MAX_LOG_LIMIT, MAX_LOG_LIMIT)]);
     assert.match(key, /:swlw\.[0-9a-f]{16}$/);
   });
@@ -351,14 +350,14 @@ describe('weighted sliding window log: one member per take, bounded calls (Redis
         Array.from({ length: 1000 }, () => s.evalScript(policy.script, [key], policy.args(1))),
       );
     }
-    assert.equal(await admin.zCard(key), MAX_LOG_LIMIT);
+    assert.equal(await admin.client.zCard(key), MAX_LOG_LIMIT);
     for (const cost of [MAX_LOG_LIMIT, 1, 5000]) {
       const best = await shortest(t, `denial of cost ${cost} on a full log`, () =>
         scriptMicros(() => s.evalScript(policy.script, [key], policy.args(cost))),
       );
       assert.ok(best < RULE_US, `cost ${cost}: ${best} µs`);
     }
-    assert.equal(await admin.zCard(key), MAX_LOG_LIMIT, 'a denial adds nothing');
+    assert.equal(await admin.client.zCard(key), MAX_LOG_LIMIT, 'a denial adds nothing');
   });
 
   it(`a take that finds 9,999 of 10,000 members stale removes at most 8 of them, under ${RULE_US} µs`, async (t) => {
@@ -368,21 +367,27 @@ describe('weighted sliding window log: one member per take, bounded calls (Redis
     const hourly = slidingWindowLog({ limit: MAX_LOG_LIMIT, windowMs: window });
     const best = await shortest(t, 'take on 9,999 stale members', async () => {
       const key = keyFor(hourly, randomTenant());
-      const [seconds, micros] = (await admin.sendCommand(['TIME'])) as [string, string];
+      const [seconds, micros] = (await admin.client.sendCommand(['TIME'])) as [string, string];
       const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
       // 9,999 takes of cost 1 two windows ago, one now; the key lives a window more.
       const stale = Array.from({ length: MAX_LOG_LIMIT - 1 }, (_, i) => [
         String(now - 2 * window + i),
         logMember(i + 1, 1),
       ]).flat();
-      await admin.sendCommand(['ZADD', key, ...stale, String(now), logMember(MAX_LOG_LIMIT, 1)]);
-      await admin.sendCommand(['PEXPIRE', key, String(window)]);
+      await admin.client.sendCommand([
+        'ZADD',
+        key,
+        ...stale,
+        String(now),
+        logMember(MAX_LOG_LIMIT, 1),
+      ]);
+      await admin.client.sendCommand(['PEXPIRE', key, String(window)]);
       const us = await scriptMicros(async () => {
         const reply = (await s.evalScript(hourly.script, [key], hourly.args(1))) as Reply;
         assert.deepEqual(reply.slice(0, 2), [1, MAX_LOG_LIMIT - 2]);
       });
       // 8 stale members removed, 1 added.
-      assert.equal(await admin.zCard(key), MAX_LOG_LIMIT - 7);
+      assert.equal(await admin.client.zCard(key), MAX_LOG_LIMIT - 7);
       return us;
     });
     assert.ok(best < RULE_US, `${best} µs`);

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { RateLimiter } from '../../src/limiter.js';
+import { RateLimiter } from 'sluice';
 import { POLICY_OF } from '../fixtures/take-all-taker.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 import { useTakers } from '../helpers/takers.js';

@@ -33,10 +33,10 @@ describe('fault proxy', () => {
     const { proxy, client } = await proxiedClient();
     proxy.delayMs = 300;
     proxy.mode = 'delay';
-    const a = client.sendCommand(['ECHO', 'A']);
+    const a = client.client.sendCommand(['ECHO', 'A']);
     await sleep(50);
     proxy.mode = 'pass';
-    const b = client.sendCommand(['ECHO', 'B']);
+    const b = client.client.sendCommand(['ECHO', 'B']);
     assert.deepEqual(await Promise.all([a, b]), ['A', 'B']);
     client.destroy();
   });
@@ -50,7 +50,7 @@ describe('fault proxy', () => {
       Array.from({ length: 6 }, async (_, i) => {
         await sleep(i * 50);
         const sent = performance.now();
-        await client.sendCommand(['PING']);
+        await client.client.sendCommand(['PING']);
         return performance.now() - sent;
       }),
     );
@@ -65,10 +65,10 @@ describe('fault proxy', () => {
   it('black hole, then pass: held bytes are delivered, in order', async () => {
     const { proxy, client } = await proxiedClient();
     proxy.mode = 'blackhole';
-    const a = client.sendCommand(['ECHO', 'A']);
+    const a = client.client.sendCommand(['ECHO', 'A']);
     await sleep(100);
     proxy.mode = 'pass';
-    const b = client.sendCommand(['ECHO', 'B']);
+    const b = client.client.sendCommand(['ECHO', 'B']);
     assert.deepEqual(await Promise.all([a, b]), ['A', 'B']);
     client.destroy();
   });

@@ -1,15 +1,15 @@
 /**
- * `createRedisClient` refuses bad options with a typed error naming `options.<field>`,
+ * `connectRedis` refuses bad options with a typed error naming `options.<field>`,
  * before any socket is opened (a bad connect timeout once surfaced as "Redis unavailable"
  * and left a connection open that kept the process alive).
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { describe, it } from 'node:test';
-import { InvalidInputError } from '../../src/errors.js';
-import { createRedisClient } from '../../src/stores/node-redis.js';
+import { InvalidInputError } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
 
-describe('createRedisClient options', () => {
+describe('connectRedis options', () => {
   it('names the bad field and never connects', async () => {
     // A listener that counts connections: a refused option must not reach it.
     let connections = 0;
@@ -42,13 +42,13 @@ describe('createRedisClient options', () => {
     ];
     try {
       for (const [options, field] of cases) {
-        await assert.rejects(createRedisClient({ url, ...options } as never), (error: unknown) => {
+        await assert.rejects(connectRedis({ url, ...options } as never), (error: unknown) => {
           assert.ok(error instanceof InvalidInputError, `${JSON.stringify(options)}: ${error}`);
           assert.equal(error.field, field);
           return true;
         });
       }
-      await assert.rejects(createRedisClient('x' as never), InvalidInputError);
+      await assert.rejects(connectRedis('x' as never), InvalidInputError);
       assert.equal(connections, 0, 'no connection was opened for a bad option');
     } finally {
       server.close();

@@ -7,12 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { ScriptStore } from 'sluice';
+import { fixedWindow, RateLimiter, StoreError, UnavailableError } from 'sluice';
 import { batchScript } from '../../src/algorithms/batch.js';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
-import { StoreError, UnavailableError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { RerouteError, type ScriptStore } from '../../src/stores/store.js';
+import { RerouteError } from '../../src/stores/store.js';
 
 const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
 const ADMITTED = [1, 4, 60_000, 0];

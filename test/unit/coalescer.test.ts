@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import type { ScriptStore } from 'sluice';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import {
   type BatchRequest,
@@ -15,8 +16,7 @@ import {
   MAX_BATCH_WORK,
   MIN_EARLY_BATCH,
   PIPELINE_DEPTH,
-} from '../../src/coalescer.js';
-import type { ScriptStore } from '../../src/stores/store.js';
+} from '../../src/limiter/coalescer.js';
 
 interface Sent {
   readonly items: number;
@@ -50,10 +50,9 @@ function recordingStore() {
       args: [],
       firstKey: 'k',
       settled: false,
-      write(keys: string[], argv: string[]) {
-        works.push(work);
-        for (let i = 0; i < size; i++) keys.push(`k${i}`);
-        argv.push('1', '0');
+      item(j: number) {
+        if (j === 0) works.push(work);
+        return { key: `k${j}`, batchId: 1, args: [] };
       },
       done() {
         r.settled = true;

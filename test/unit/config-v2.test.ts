@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { InvalidInputError, MemoryStore, RateLimiter } from 'sluice';
 import {
   checkPolicies,
   fieldPath,
@@ -15,12 +16,9 @@ import {
   policiesFrom,
   policyConfigFrom,
   routeLimits,
-} from '../../src/config/policies.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { createGuard, type GuardVerdict } from '../../src/http/guard.js';
+} from 'sluice/config';
+import { createGuard, type GuardVerdict } from 'sluice/http';
 import { resolveLimits } from '../../src/http/limits.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
 
 const plansFile = {
   policies: {

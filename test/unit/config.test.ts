@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isPolicy, type Policy } from '../../src/algorithms/policy.js';
-import {
-  loadPolicies,
-  policiesFrom,
-  policyConfigFrom,
-  type RouteSettings,
-} from '../../src/config/policies.js';
-import { InvalidInputError } from '../../src/errors.js';
+import type { Policy } from 'sluice';
+import { InvalidInputError } from 'sluice';
+import { loadPolicies, policiesFrom, policyConfigFrom, type RouteSettings } from 'sluice/config';
+import { isPolicy } from '../../src/algorithms/policy.js';
 
 /** A format-1 route's policy: always one policy, as before format 2. */
 function policyOf(settings: RouteSettings | undefined): Policy {

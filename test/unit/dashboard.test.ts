@@ -8,16 +8,14 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { Registry } from 'prom-client';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { createGuard } from '../../src/http/guard.js';
-import { RateLimiter } from '../../src/limiter.js';
+import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
+import { createGuard } from 'sluice/http';
 import {
   DECISION_OUTCOMES,
   prometheusMetrics,
   REDIS_EVENTS,
   REQUEST_OUTCOMES,
-} from '../../src/metrics/prometheus.js';
-import { MemoryStore } from '../../src/stores/memory.js';
+} from 'sluice/prometheus';
 
 interface Panel {
   readonly id: number;

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DeadlineQueue } from '../../src/deadline.js';
-import { TimeoutError } from '../../src/errors.js';
+import { TimeoutError } from 'sluice';
+import { DeadlineQueue } from '../../src/limiter/deadline.js';
 
 const never = () => new Promise<never>(() => {});
 

@@ -7,17 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { InvalidInputError, StoreError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import type {
-  DecisionEvent,
-  LimiterSource,
-  Metrics,
-  RequestEvent,
-} from '../../src/metrics/types.js';
-import { MemoryStore } from '../../src/stores/memory.js';
-import type { ScriptStore } from '../../src/stores/store.js';
+import type { DecisionEvent, LimiterSource, Metrics, RequestEvent, ScriptStore } from 'sluice';
+import { fixedWindow, InvalidInputError, MemoryStore, RateLimiter, StoreError } from 'sluice';
 
 class Recording implements Metrics {
   readonly decisions: DecisionEvent[] = [];

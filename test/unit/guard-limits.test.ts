@@ -7,14 +7,14 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { clientAddressOf } from '../../src/http/client-address.js';
-import { QUOTA_EXCEEDED_TYPE } from '../../src/http/core.js';
-import { createGuard, type GuardOptions, type GuardVerdict } from '../../src/http/guard.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
+import { fixedWindow, InvalidInputError, MemoryStore, RateLimiter, tokenBucket } from 'sluice';
+import {
+  clientAddressOf,
+  createGuard,
+  type GuardOptions,
+  type GuardVerdict,
+  QUOTA_EXCEEDED_TYPE,
+} from 'sluice/http';
 
 interface Req {
   readonly tenant?: string;

@@ -5,12 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { InvalidInputError, UnavailableError } from '../../src/errors.js';
-import { nodeRateLimit } from '../../src/http/node.js';
+import type { ScriptStore } from 'sluice';
+import { fixedWindow, InvalidInputError, RateLimiter, UnavailableError } from 'sluice';
+import { nodeRateLimit } from 'sluice/node';
 import { scopeKey } from '../../src/key.js';
-import { RateLimiter } from '../../src/limiter.js';
-import type { ScriptStore } from '../../src/stores/store.js';
 
 const policy = fixedWindow({ limit: 10, windowMs: 1000 });
 const scope = { tenant: 'acme', route: 'POST/orders' };

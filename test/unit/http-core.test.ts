@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { limitedResponse, retryAfterSeconds, unavailableResponse } from '../../src/http/core.js';
+import { limitedResponse, retryAfterSeconds, unavailableResponse } from 'sluice/http';
 
 describe('Retry-After (RFC 9110 §10.2.3): whole seconds, rounded up, at least 1', () => {
   const table: [number, number][] = [

@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
+import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
 import { scopeKey, tenantTag } from '../../src/key.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
 
 const sha = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
 const policy = fixedWindow({ limit: 10, windowMs: 60_000 });

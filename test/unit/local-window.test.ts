@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { LocalWindow } from '../../src/http/local-window.js';
+import { LocalWindow } from 'sluice/http';
 
 describe('LocalWindow: the local fallback of fail-open routes', () => {
   it('admits up to the limit per window, then resets', () => {

@@ -1,12 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
+import { fixedWindow, gcra, slidingWindowCounter, slidingWindowLog, tokenBucket } from 'sluice';
+import { rateLimitHeaderList, rateLimitHeaders } from 'sluice/http';
 import { MAX_LIMIT, MAX_WINDOW_MS } from '../../src/algorithms/policy.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { rateLimitHeaderList, rateLimitHeaders } from '../../src/http/core.js';
 
 describe('rate-limit headers for every policy', () => {
   it('w is the quota window in seconds: the window, or the time a full burst takes to return', () => {

@@ -5,8 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StoreError, UnavailableError } from '../../src/errors.js';
-import { errorFromReply } from '../../src/stores/redis-errors.js';
+import { StoreError, UnavailableError } from 'sluice';
+import { errorFromReply } from '../../src/redis/reply-errors.js';
 
 describe('errorFromReply', () => {
   for (const reply of [

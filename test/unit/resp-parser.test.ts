@@ -11,7 +11,7 @@ import {
   ProtocolError,
   ReplyError,
   ReplyParser,
-} from '../../src/stores/resp/parser.js';
+} from '../../src/redis/resp/parser.js';
 
 /** A comparable form of a reply: a ReplyError as `{ error: message }`. */
 function plain(reply: unknown): unknown {

@@ -5,11 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Policy } from '../../src/algorithms/policy.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
+import type { Policy } from 'sluice';
+import { MemoryStore, RateLimiter, slidingWindowCounter, slidingWindowLog } from 'sluice';
 
 /** Greedy traffic: 10 takes at the last ms of window 0, then one take every ms. Returns admission times. */
 async function admissions(policy: Policy): Promise<number[]> {

@@ -6,15 +6,17 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import { MemoryStore } from '../../src/stores/memory.js';
-import type { ScriptStore } from '../../src/stores/store.js';
+import type { ScriptStore } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  InvalidInputError,
+  MemoryStore,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
 
 const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
 

@@ -5,14 +5,16 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedWindow } from '../../src/algorithms/fixed-window.js';
-import { gcra } from '../../src/algorithms/gcra.js';
-import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
-import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { InvalidInputError } from '../../src/errors.js';
-import { RateLimiter } from '../../src/limiter.js';
-import type { ScriptStore } from '../../src/stores/store.js';
+import type { ScriptStore } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  InvalidInputError,
+  RateLimiter,
+  slidingWindowCounter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
 
 function spyStore() {
   let calls = 0;

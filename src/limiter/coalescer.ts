@@ -6,22 +6,30 @@
  * that issued it and the microtasks queued before — or at once when it reaches
  * `maxBatchSize`. No timer, no added wait: a lone take goes out as soon as the current code
  * yields. A batch of one is sent as the algorithm's own script. (Measured: `setImmediate`
- * gathered no larger batches under a closed loop and added latency at concurrency 1.) Items are applied in the order they were added; an item's
- * error is reported to that item alone (see `batch.lua`).
+ * gathered no larger batches under a closed loop and added latency at concurrency 1.) Items
+ * are applied in the order they were added; an item's error is reported to that item alone
+ * (see `batch.lua`).
  */
-import { batchScript } from './algorithms/batch.js';
-import type { LuaScript } from './algorithms/script.js';
-import { callSafely } from './call-safely.js';
-import { StoreError, UnavailableError } from './errors.js';
-import { errorFromReply } from './stores/redis-errors.js';
-import { RerouteError, type ScriptStore } from './stores/store.js';
+import { batchScript } from '../algorithms/batch.js';
+import {
+  isBatchReply,
+  isItemReply,
+  REPLY_SLOTS,
+  requestError,
+  type WireRequest,
+  writeRequest,
+} from '../algorithms/batch-wire.js';
+import type { LuaScript } from '../algorithms/script.js';
+import { callSafely } from '../call-safely.js';
+import { StoreError, UnavailableError } from '../errors.js';
+import { errorFromReply } from '../redis/reply-errors.js';
+import { RerouteError, type ScriptStore } from '../stores/store.js';
 
-/** One request waiting to be sent: a take, a peek, a takeAll or a reset (see `batch.lua`). */
-export interface BatchRequest {
-  /** The batch operation: `t` take (all or nothing), `p` peek, `r` reset. */
-  readonly op: 't' | 'p' | 'r';
-  /** Its number of items (keys). */
-  readonly size: number;
+/**
+ * One request waiting to be sent: a take, a peek, a takeAll or a reset — its operation and
+ * items as the batch wire format carries them (see `batch-wire.ts`), and how it goes alone.
+ */
+export interface BatchRequest extends WireRequest {
   /**
    * The Redis time it asks for at worst, in µs estimated from its algorithms (see
    * `Algorithm.work`): what bounds a script call's run time (see `MAX_BATCH_WORK`).
@@ -36,11 +44,10 @@ export interface BatchRequest {
   readonly args: readonly string[];
   /** Its first key: where it goes in a cluster (every key of a request shares its slot). */
   readonly firstKey: string;
-  /** Appends the request's keys, and its items' ARGV (id, count, arguments), to the batch's. */
-  write(keys: string[], argv: string[]): void;
   /**
-   * The request's reply slots (four per item) start at `reply[offset]` (the algorithm's own
-   * reply, or the batch's flat reply); `sentAt` is the coalescer's clock when it was sent.
+   * The request's reply slots start at `reply[offset]` (the algorithm's own reply, or the
+   * batch's flat reply; see `batch-wire.ts`); `sentAt` is the coalescer's clock when it was
+   * sent.
    */
   done(reply: readonly unknown[], offset: number, sentAt: number): void;
   fail(error: unknown): void;
@@ -229,7 +236,7 @@ export class Coalescer {
       run(this.#store, script, [lone.key], lone.args).then(
         (reply) => {
           answered();
-          if (Array.isArray(reply) && reply.length === 4) lone.done(reply, 0, sentAt);
+          if (isItemReply(reply)) lone.done(reply, 0, sentAt);
           else lone.fail(new StoreError(`ERR unexpected reply from ${script.name}`));
         },
         (error: unknown) => {
@@ -241,10 +248,7 @@ export class Coalescer {
     }
     const keys: string[] = [];
     const argv: string[] = [];
-    for (const request of requests) {
-      argv.push(request.op, String(request.size));
-      request.write(keys, argv);
-    }
+    for (const request of requests) writeRequest(keys, argv, request);
     run(this.#store, batchScript, keys, argv).then(
       (replies) => {
         answered();
@@ -286,22 +290,18 @@ function deliver(
   sentAt: number,
   resend: (request: BatchRequest) => void,
 ): void {
-  const slots = items * 4;
-  if (!Array.isArray(replies) || replies.length < slots) {
+  if (!isBatchReply(replies, items)) {
     const error = new StoreError(`ERR batch reply of unexpected shape for ${items} items`);
     for (const request of requests) request.fail(error);
     return;
   }
   let offset = 0;
   for (const request of requests) {
-    if (replies[offset] === -1) {
-      const message = String(replies[slots + (replies[offset + 1] as number) - 1]);
-      if (NOT_LOCAL.test(message) && requests.length > 1) resend(request);
-      // An item's error reply, mapped as if the item had been sent alone.
-      else request.fail(errorFromReply(message));
-    } else {
-      request.done(replies, offset, sentAt);
-    }
-    offset += request.size * 4;
+    const message = requestError(replies, offset, items);
+    if (message === undefined) request.done(replies, offset, sentAt);
+    else if (NOT_LOCAL.test(message) && requests.length > 1) resend(request);
+    // An item's error reply, mapped as if the item had been sent alone.
+    else request.fail(errorFromReply(message));
+    offset += request.size * REPLY_SLOTS;
   }
 }

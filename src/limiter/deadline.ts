@@ -15,7 +15,7 @@
  * promise always settles, and an idle limiter never delays process exit.
  */
 import { performance } from 'node:perf_hooks';
-import { TimeoutError } from './errors.js';
+import { TimeoutError } from '../errors.js';
 
 /** A call tracked by a {@link DeadlineQueue}. */
 export interface DeadlineEntry {

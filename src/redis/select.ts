@@ -1,116 +1,63 @@
 /**
  * Which store a `client` needs, recognised once, when the limiter is made: a programming
  * mismatch (a client of a kind sluice does not drive) is an `InvalidInputError` at
- * construction, never an outage at the first take.
+ * construction, never an outage at the first take. Recognition is by shape: nothing here
+ * loads a Redis client library.
  *
  * | client | recognised by | store |
  * | --- | --- | --- |
+ * | a connection of `connectRedis()` (`sluice/node-redis`) | its `store` | its own |
  * | node-redis `createClient()` (or anything with `sendCommand(args)`) | `sendCommand` | `NodeRedisStore` |
- * | node-redis client of `createRedisClient()` (with its script connection) | the client object | `NodeRedisFastStore` |
  * | node-redis `createCluster()` | `sendCommand` + `getSlotMaster` | `NodeRedisClusterStore` |
  * | node-redis `createSentinel()` | `sendCommand` + `acquire` + `use` | `NodeRedisSentinelStore` |
  * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore` |
  * | ioredis `new Redis.Cluster()` | `call` + `evalsha` + `isCluster: true` | `IoRedisClusterStore` |
  *
  * An ioredis client must be created with `enableOfflineQueue: false` (for a Cluster, at the
- * top level of its options) and `autoResendUnfulfilledCommands: false` (for a Cluster, in
- * `redisOptions`), else it is an `InvalidInputError` too: while Redis is unreachable its
- * commands would queue instead of failing at once (S12), and after a reconnect it would send
- * again a script that may have run.
+ * top level of its options), `maxRetriesPerRequest: 0` and `autoResendUnfulfilledCommands:
+ * false` (for a Cluster, in `redisOptions`), else it is an `InvalidInputError` too: while
+ * Redis is unreachable its commands would queue instead of failing at once, and after a
+ * reconnect it would send again a script that may have run.
  */
 import { InvalidInputError } from '../errors.js';
+import type { ScriptStore } from '../stores/store.js';
 import {
   checkIoRedisClient,
   type IoRedisClusterLike,
   IoRedisClusterStore,
   type IoRedisLike,
   IoRedisStore,
-} from './ioredis.js';
-import { type NodeRedisClientLike, NodeRedisFastStore, NodeRedisStore } from './node-redis.js';
+} from './ioredis/stores.js';
 import {
+  type NodeRedisClientLike,
   type NodeRedisClusterLike,
   NodeRedisClusterStore,
   type NodeRedisSentinelLike,
   NodeRedisSentinelStore,
-} from './node-redis-cluster.js';
-import { fastPathOf } from './resp/fast-path.js';
-import type { ScriptStore } from './store.js';
+  NodeRedisStore,
+} from './node-redis/stores.js';
+
+/** What a `RateLimiter`'s `client` may be (see the table above). */
+export type AcceptedClient =
+  | { readonly store: ScriptStore }
+  | NodeRedisClientLike
+  | NodeRedisClusterLike
+  | NodeRedisSentinelLike
+  | IoRedisLike
+  | IoRedisClusterLike;
 
 /** What `RateLimiter`'s `client` option accepts, in words (for errors and docs). */
 export const ACCEPTED_CLIENTS =
-  'a node-redis v6 client (createClient), cluster (createCluster) or sentinel (createSentinel), or an ioredis Redis or Cluster';
+  'a connection of connectRedis() (sluice/node-redis), a node-redis v6 client (createClient), cluster (createCluster) or sentinel (createSentinel), or an ioredis Redis or Cluster';
 
 /** The kinds of client sluice drives. */
 export type ClientKind =
+  | 'sluice'
   | 'node-redis'
   | 'node-redis-cluster'
   | 'node-redis-sentinel'
   | 'ioredis'
   | 'ioredis-cluster';
-
-const isFunction = (client: Record<string, unknown>, name: string): boolean => {
-  try {
-    return typeof client[name] === 'function';
-  } catch {
-    return false;
-  }
-};
-
-const isBoolean = (client: Record<string, unknown>, name: string): boolean => {
-  try {
-    return typeof client[name] === 'boolean';
-  } catch {
-    return false;
-  }
-};
-
-/** The kind of `client`, or undefined when sluice does not drive it. */
-export function clientKind(client: unknown): ClientKind | undefined {
-  if ((typeof client !== 'object' && typeof client !== 'function') || client === null) {
-    return undefined;
-  }
-  const c = client as Record<string, unknown>;
-  // Before `sendCommand`: an ioredis client has one too (of another shape).
-  if (isFunction(c, 'call') && isFunction(c, 'evalsha') && isBoolean(c, 'isCluster')) {
-    return c.isCluster === true ? 'ioredis-cluster' : 'ioredis';
-  }
-  if (!isFunction(c, 'sendCommand')) return undefined;
-  if (isFunction(c, 'acquire') && isFunction(c, 'use')) return 'node-redis-sentinel';
-  if (isFunction(c, 'getSlotMaster')) return 'node-redis-cluster';
-  return 'node-redis';
-}
-
-/**
- * The store for `client`.
- *
- * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted,
- *   and for an ioredis client whose offline queue is on, saying what to set.
- */
-export function storeFor(client: unknown): ScriptStore {
-  switch (clientKind(client)) {
-    case 'ioredis-cluster':
-      checkIoRedisClient(client, 'options.client');
-      return new IoRedisClusterStore(client as IoRedisClusterLike);
-    case 'ioredis':
-      checkIoRedisClient(client, 'options.client');
-      return new IoRedisStore(client as IoRedisLike);
-    case 'node-redis-cluster':
-      checkNoOfflineQueue(readOption(readOption(client, '_options'), 'defaults'), 'cluster');
-      return new NodeRedisClusterStore(client as NodeRedisClusterLike);
-    case 'node-redis-sentinel':
-      return new NodeRedisSentinelStore(client as NodeRedisSentinelLike);
-    case 'node-redis': {
-      checkNoOfflineQueue(readOption(client, 'options'), 'client');
-      // A client of `createRedisClient`: its scripts go over its own script connection.
-      const scripts = fastPathOf(client);
-      return scripts === undefined
-        ? new NodeRedisStore(client as NodeRedisClientLike)
-        : new NodeRedisFastStore(client as NodeRedisClientLike, scripts);
-    }
-    default:
-      throw new InvalidInputError('options.client', ACCEPTED_CLIENTS, client);
-  }
-}
 
 /** `object[key]`, or undefined when it cannot be read. */
 function readOption(object: unknown, key: string): unknown {
@@ -124,11 +71,64 @@ function readOption(object: unknown, key: string): unknown {
   }
 }
 
+const isFunction = (object: unknown, name: string): boolean =>
+  typeof readOption(object, name) === 'function';
+
+/** The kind of `client`, or undefined when sluice does not drive it. */
+export function clientKind(client: unknown): ClientKind | undefined {
+  if ((typeof client !== 'object' && typeof client !== 'function') || client === null) {
+    return undefined;
+  }
+  if (isFunction(readOption(client, 'store'), 'evalScript')) return 'sluice';
+  // Before `sendCommand`: an ioredis client has one too (of another shape).
+  if (
+    isFunction(client, 'call') &&
+    isFunction(client, 'evalsha') &&
+    typeof readOption(client, 'isCluster') === 'boolean'
+  ) {
+    return readOption(client, 'isCluster') === true ? 'ioredis-cluster' : 'ioredis';
+  }
+  if (!isFunction(client, 'sendCommand')) return undefined;
+  if (isFunction(client, 'acquire') && isFunction(client, 'use')) return 'node-redis-sentinel';
+  if (isFunction(client, 'getSlotMaster')) return 'node-redis-cluster';
+  return 'node-redis';
+}
+
+/**
+ * The store for `client`.
+ *
+ * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted,
+ *   and for a client whose offline queue is on (or, for ioredis, whose retries could send a
+ *   call twice), saying what to set.
+ */
+export function storeFor(client: unknown): ScriptStore {
+  switch (clientKind(client)) {
+    case 'sluice':
+      return readOption(client, 'store') as ScriptStore;
+    case 'ioredis-cluster':
+      checkIoRedisClient(client, 'options.client');
+      return new IoRedisClusterStore(client as IoRedisClusterLike);
+    case 'ioredis':
+      checkIoRedisClient(client, 'options.client');
+      return new IoRedisStore(client as IoRedisLike);
+    case 'node-redis-cluster':
+      checkNoOfflineQueue(readOption(readOption(client, '_options'), 'defaults'), 'cluster');
+      return new NodeRedisClusterStore(client as NodeRedisClusterLike);
+    case 'node-redis-sentinel':
+      return new NodeRedisSentinelStore(client as NodeRedisSentinelLike);
+    case 'node-redis':
+      checkNoOfflineQueue(readOption(client, 'options'), 'client');
+      return new NodeRedisStore(client as NodeRedisClientLike);
+    default:
+      throw new InvalidInputError('options.client', ACCEPTED_CLIENTS, client);
+  }
+}
+
 /**
  * A node-redis client whose options are known must have its offline queue off: while Redis
  * is unreachable its commands would wait and run later — after their callers got a
- * `TimeoutError` — instead of failing at once (S12). Options that cannot be read (a
- * hand-made client with only `sendCommand`) are not judged.
+ * `TimeoutError` — instead of failing at once. Options that cannot be read (a hand-made
+ * client with only `sendCommand`) are not judged.
  */
 function checkNoOfflineQueue(options: unknown, kind: 'client' | 'cluster'): void {
   if (options === undefined || options === null) return;
@@ -137,7 +137,7 @@ function checkNoOfflineQueue(options: unknown, kind: 'client' | 'cluster'): void
     'options.client',
     kind === 'cluster'
       ? 'a node-redis cluster created with defaults: { disableOfflineQueue: true }, so that commands fail at once while Redis is unreachable instead of queueing'
-      : 'a node-redis client created with disableOfflineQueue: true (or createRedisClient()), so that commands fail at once while Redis is unreachable instead of queueing',
+      : 'a node-redis client created with disableOfflineQueue: true (or a connection of connectRedis()), so that commands fail at once while Redis is unreachable instead of queueing',
     options,
   );
 }

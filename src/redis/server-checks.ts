@@ -4,29 +4,19 @@
  *
  * - An eviction policy that can evict quota keys: `allkeys-*`, and `volatile-*` too, since
  *   every sluice key has a TTL. Under memory pressure an evicted key is a fresh quota — an
- *   exhausted scope gets a second full one (measured: 97–99 % of exhausted scopes under
- *   `allkeys-lru`). `noeviction` refuses writes instead (`OOM` → `StoreError`), which a
- *   fail-closed route answers `503`. S22: never share a quota store with an evicting cache.
+ *   exhausted scope gets a second full one. `noeviction` refuses writes instead (`OOM` →
+ *   `StoreError`), which a fail-closed route answers `503`: never share a quota store with
+ *   an evicting cache.
  * - A replica: it refuses every decision (`READONLY`); writes belong to the primary.
  * - A Redis older than {@link MIN_REDIS_VERSION}, the oldest this project tests.
  */
+import { callSafely } from '../call-safely.js';
+import { UnavailableError } from '../errors.js';
+import { observe } from '../observer.js';
+import type { ScriptStore, ServerFacts } from '../stores/store.js';
 
 /** The oldest Redis sluice is tested against: 7.0. */
 export const MIN_REDIS_VERSION = '7.0.0';
-
-/** What a start-up check found about the server. */
-export interface ServerFacts {
-  /** `redis_version`, e.g. `"7.0.15"`. */
-  readonly version: string;
-  /** `role`: `"master"` or `"slave"` (a replica). */
-  readonly role: string;
-  /** `maxmemory_policy`, e.g. `"noeviction"`. */
-  readonly maxmemoryPolicy: string;
-  /** `cluster_enabled`: the server is a Redis Cluster node. */
-  readonly clusterEnabled?: boolean;
-  /** Which node, for a cluster (`host:port`). */
-  readonly node?: string;
-}
 
 /** Stable codes of the start-up warnings. */
 export type StartupWarningCode =
@@ -118,4 +108,38 @@ export function warningsFor(facts: ServerFacts, clusterClient = false): StartupW
     });
   }
   return warnings;
+}
+
+/**
+ * Runs the start-up checks of `store` once, in the background, and reports each kind of
+ * warning once (for a cluster, naming the first node it concerns) to `onWarning`, or as a
+ * process warning. A store that cannot answer them (none to ask, or Redis unreachable now)
+ * is not checked: its calls will say.
+ */
+export function checkServer(
+  store: ScriptStore,
+  onWarning: ((warning: StartupWarning) => void) | undefined,
+): void {
+  if (typeof store.serverFacts !== 'function') return;
+  callSafely(
+    () => store.serverFacts?.(),
+    () => new UnavailableError('serverFacts returned no promise'),
+  ).then(
+    (found) => {
+      const seen = new Set<string>();
+      const all = Array.isArray(found) ? (found as ServerFacts[]) : [found as ServerFacts];
+      for (const facts of all) {
+        for (const warning of warningsFor(facts, store.cluster === true)) {
+          if (seen.has(warning.code)) continue;
+          seen.add(warning.code);
+          if (onWarning === undefined) {
+            process.emitWarning(warning.message, { code: warning.code });
+            continue;
+          }
+          observe('onWarning', () => onWarning(warning));
+        }
+      }
+    },
+    () => {},
+  );
 }

@@ -17,8 +17,8 @@
  * cache is answering.
  */
 import { randomUUID } from 'node:crypto';
-import { loadScript } from './algorithms/script.js';
-import type { TwinState } from './algorithms/twin.js';
+import { loadScript } from '../algorithms/script.js';
+import type { TwinState } from '../algorithms/twin.js';
 
 /** Reads or replaces the epoch token. */
 export const resetEpochScript = loadScript('reset-epoch', import.meta.url, 1);

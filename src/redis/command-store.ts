@@ -8,8 +8,8 @@
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { UnavailableError } from '../errors.js';
-import { factsFromInfo, type ServerFacts } from './server-checks.js';
-import type { ScriptStore } from './store.js';
+import type { ScriptStore, ServerFacts } from '../stores/store.js';
+import { factsFromInfo } from './server-checks.js';
 
 /** How a client adapter sends one command: `firstKey` routes it in a cluster. */
 export type SendCommand = (command: string[], firstKey: string | undefined) => unknown;

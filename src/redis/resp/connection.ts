@@ -1,23 +1,22 @@
 /**
- * sluice's own Redis connection for the limiter's scripts (EVALSHA/EVAL) of a client made by
- * `createRedisClient`: one pipelined RESP2 connection that writes each command the moment it
+ * sluice's own Redis connection for the limiter's scripts (EVALSHA/EVAL) of a connection made
+ * by `connectRedis`: one pipelined RESP2 connection that writes each command the moment it
  * is called.
  *
  * Why: node-redis writes the commands of one event-loop turn together, in a `setImmediate`.
  * Redis then runs them all and answers them all at once, and Node and Redis take turns
- * instead of working at the same time (measured: ~62k decisions/s at 16 concurrent callers
- * against ~113k on a client that writes at once). Everything else (INFO, the application's
- * own commands) stays on the node-redis client.
+ * instead of working at the same time. Everything else (INFO, the application's own
+ * commands) stays on the node-redis client.
  *
- * Behaviour, like the node-redis client's as `createRedisClient` sets it up:
+ * Behaviour, like the node-redis client's as `connectRedis` sets it up:
  * - no offline queue: while not connected, {@link RespConnection.call} rejects at once with
  *   an `UnavailableError`;
  * - a lost connection rejects every pending call with an `UnavailableError` — a call that
  *   may have run is never sent again — reports the error (`'error'` event) and, when the
  *   reconnect strategy gives a delay, connects again after it;
- * - the handshake: `AUTH`, `CLIENT SETNAME` (its refusal ignored when not permitted or
- *   unknown), `SELECT` when the database is not 0; a refused handshake fails the attempt
- *   with the reply's error;
+ * - the handshake: `AUTH` with the credentials of the moment (asked for on every attempt),
+ *   `CLIENT SETNAME` (its refusal ignored when not permitted or unknown), `SELECT` when the
+ *   database is not 0; a refused handshake fails the attempt with the reply's error;
  * - `isOpen`, `isReady`, `sendCommand`, `connect`, `destroy` and the `connect`/`ready`/`error`
  *   events of node-redis, so the stall watchdog (`stall-watchdog.ts`) can drive it.
  */
@@ -29,12 +28,16 @@ import { encodeCommand, ReplyError, ReplyParser } from './parser.js';
 
 /** Options of a {@link RespConnection}. */
 export interface RespConnectionOptions {
-  readonly host: string;
-  readonly port: number;
+  /** TCP host and port, or `path` for a Unix socket. */
+  readonly host?: string | undefined;
+  readonly port?: number | undefined;
+  readonly path?: string | undefined;
   /** `tls.connect` options (TLS on), or undefined (plain TCP). */
   readonly tls?: tls.ConnectionOptions | undefined;
-  readonly username?: string | undefined;
-  readonly password?: string | undefined;
+  /** The credentials of each attempt's `AUTH`; undefined: no `AUTH`. */
+  readonly credentials?:
+    | (() => Promise<{ readonly username?: string; readonly password: string }>)
+    | undefined;
   /** The database to `SELECT` (when not 0). */
   readonly database?: number | undefined;
   /** A name to set with `CLIENT SETNAME` (its refusal is ignored). */
@@ -271,12 +274,13 @@ export class RespConnection extends EventEmitter {
 
   /** One connection attempt: connect, hand-shake; resolves when ready. */
   #attempt(): Promise<void> {
-    const { host, port, connectTimeoutMs } = this.#options;
+    const { host, port, path, connectTimeoutMs } = this.#options;
     const secure = this.#options.tls;
+    const where: net.NetConnectOpts = path === undefined ? { host, port: port ?? 6379 } : { path };
     const socket =
       secure === undefined
-        ? net.connect({ host, port, noDelay: true, keepAlive: true, keepAliveInitialDelay: 30_000 })
-        : tls.connect({ host, port, ...secure });
+        ? net.connect({ ...where, noDelay: true, keepAlive: true, keepAliveInitialDelay: 30_000 })
+        : tls.connect({ ...where, ...secure } as tls.ConnectionOptions);
     if (secure !== undefined) {
       socket.setNoDelay(true);
       socket.setKeepAlive(true, 30_000);
@@ -328,14 +332,16 @@ export class RespConnection extends EventEmitter {
   }
 
   /** AUTH, CLIENT SETNAME and SELECT, pipelined; rejects with the first refusal. */
-  #handshake(socket: net.Socket): Promise<unknown> {
-    const { username, password, database, name } = this.#options;
+  async #handshake(socket: net.Socket): Promise<unknown> {
+    const { credentials, database, name } = this.#options;
     const steps: Promise<unknown>[] = [];
-    if (password !== undefined || username !== undefined) {
+    if (credentials !== undefined) {
+      const { username, password } = await credentials();
+      if (this.#socket !== socket) throw new Error('connection closed during the handshake');
       steps.push(
         this.#send(
           socket,
-          username === undefined ? ['AUTH', password ?? ''] : ['AUTH', username, password ?? ''],
+          username === undefined ? ['AUTH', password] : ['AUTH', username, password],
         ),
       );
     }

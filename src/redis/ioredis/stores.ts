@@ -5,7 +5,7 @@
  *
  * A command goes out as `client.call(name, args)`; a Cluster routes `EVALSHA` by its first
  * key. Create the client with `enableOfflineQueue: false` (for a Cluster, at the top level of
- * its options) so that commands fail at once while Redis is unreachable (S12): a client
+ * its options) so that commands fail at once while Redis is unreachable: a client
  * with its offline queue on is refused when the store is made. `maxRetriesPerRequest: 0`
  * is advised too: otherwise a command already sent when the connection drops waits for up
  * to 20 reconnections (ioredis's default) and is sent again after one, instead of failing
@@ -18,19 +18,19 @@
  * sends each of its calls again, alone.
  */
 import calculateSlot from 'cluster-key-slot';
-import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
-import type { LuaScript } from '../algorithms/script.js';
-import { callSafely } from '../call-safely.js';
-import { InvalidInputError, UnavailableError } from '../errors.js';
-import { redirected, spansSlots } from './cluster-slots.js';
-import { type ClientErrors, CommandStore } from './command-store.js';
-import { errorFromReply } from './redis-errors.js';
-import { factsFromInfo, type ServerFacts } from './server-checks.js';
-import { RerouteError } from './store.js';
+import { batchScript, crossSlotBatchScript } from '../../algorithms/batch.js';
+import type { LuaScript } from '../../algorithms/script.js';
+import { callSafely } from '../../call-safely.js';
+import { InvalidInputError, UnavailableError } from '../../errors.js';
+import { RerouteError, type ServerFacts } from '../../stores/store.js';
+import { redirected, spansSlots } from '../cluster-slots.js';
+import { type ClientErrors, CommandStore } from '../command-store.js';
+import { errorFromReply } from '../reply-errors.js';
+import { factsFromInfo } from '../server-checks.js';
 
 /** The options of an ioredis client that sluice reads. */
 export interface IoRedisOptionsLike {
-  /** Must be `false`: commands fail at once while Redis is unreachable (S12). */
+  /** Must be `false`: commands fail at once while Redis is unreachable. */
   readonly enableOfflineQueue?: boolean | undefined;
   /** Put before every key by the client (so sluice's keys carry it too). */
   readonly keyPrefix?: string | undefined;
@@ -58,6 +58,29 @@ export interface IoRedisClusterLike extends IoRedisLike {
   nodes(role: 'master'): readonly IoRedisLike[];
 }
 
+/**
+ * The options an ioredis `Redis` must be created with to be given to a limiter: no offline
+ * queue (commands fail at once while Redis is unreachable), no retry of a command whose
+ * connection was lost, and no resend after a reconnect (a script that may have run is never
+ * sent again). Spread them into the client's options.
+ */
+export const IOREDIS_OPTIONS = Object.freeze({
+  enableOfflineQueue: false,
+  maxRetriesPerRequest: 0,
+  autoResendUnfulfilledCommands: false,
+} as const);
+
+/**
+ * The options an ioredis `Cluster` must be created with (`new Redis.Cluster(nodes,
+ * { ...IOREDIS_CLUSTER_OPTIONS })`): as {@link IOREDIS_OPTIONS}, with the per-node ones in
+ * `redisOptions` (merge your own into it), and no resend after a failover.
+ */
+export const IOREDIS_CLUSTER_OPTIONS = Object.freeze({
+  enableOfflineQueue: false,
+  retryDelayOnFailover: 0,
+  redisOptions: Object.freeze({ maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false }),
+} as const);
+
 /** The last error reply ioredis gave up on after following redirections. */
 const GAVE_UP = /^Too many Cluster redirections\. Last error: ReplyError: ([\s\S]*)$/;
 
@@ -73,7 +96,7 @@ function replyText(error: unknown): string | undefined {
   return GAVE_UP.exec(error.message)?.[1];
 }
 
-/** Maps an ioredis failure to a sluice error (see `redis-errors.ts`). */
+/** Maps an ioredis failure to a sluice error (see `reply-errors.ts`). */
 export function toSluiceError(error: unknown): Error {
   const reply = replyText(error);
   if (reply !== undefined) return errorFromReply(reply, error);
@@ -97,7 +120,7 @@ const read = (object: unknown, name: string): unknown => {
 
 /**
  * Refuses an ioredis client whose offline queue is on: while Redis is unreachable its
- * commands would pile up in process instead of failing at once (S12).
+ * commands would pile up in process instead of failing at once.
  *
  * @param field the name of the client in the error (`client`, `options.client`)
  * @throws {InvalidInputError} naming what to set

@@ -1,6 +1,11 @@
 /**
- * The stores of node-redis's Redis Cluster client (`createCluster()`) and Sentinel client
- * (`createSentinel()`).
+ * The stores of node-redis v6 clients that the application made itself: `createClient()`,
+ * `createCluster()` and `createSentinel()`. Typed structurally, and node-redis's errors are
+ * recognised by their class name, so nothing here loads the `redis` package: the root entry
+ * accepts these clients without importing it.
+ *
+ * Each depends on the smallest surface of its client: `sendCommand`. Create the client with
+ * `disableOfflineQueue: true` so that commands fail at once while Redis is unreachable.
  *
  * Cluster: every key of one tenant shares one hash slot (key scheme v2), so a take, a
  * `takeAll` or a reset is one slot. The coalescer groups a turn's calls by the node that
@@ -14,13 +19,19 @@
  * connection) is never resent.
  */
 import calculateSlot from 'cluster-key-slot';
-import { batchScript, crossSlotBatchScript } from '../algorithms/batch.js';
-import type { LuaScript } from '../algorithms/script.js';
-import { redirected, spansSlots } from './cluster-slots.js';
-import { CommandStore } from './command-store.js';
-import { NODE_REDIS_ERRORS } from './node-redis.js';
-import { factsFromInfo, type ServerFacts } from './server-checks.js';
-import { RerouteError } from './store.js';
+import { batchScript, crossSlotBatchScript } from '../../algorithms/batch.js';
+import type { LuaScript } from '../../algorithms/script.js';
+import { InvalidInputError, UnavailableError } from '../../errors.js';
+import { RerouteError, type ServerFacts } from '../../stores/store.js';
+import { redirected, spansSlots } from '../cluster-slots.js';
+import { type ClientErrors, CommandStore } from '../command-store.js';
+import { errorFromReply } from '../reply-errors.js';
+import { factsFromInfo } from '../server-checks.js';
+
+/** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
+export interface NodeRedisClientLike {
+  sendCommand(args: string[]): Promise<unknown>;
+}
 
 /** The part of a node-redis `createCluster()` client that sluice uses. */
 export interface NodeRedisClusterLike {
@@ -43,6 +54,54 @@ export interface NodeRedisSentinelLike {
   sendCommand(isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
 }
 
+/**
+ * Whether `error` is a node-redis error reply: an instance of its `ErrorReply` class (or of
+ * a subclass, `SimpleError`, `BlobError`), told by the class's name so that node-redis is
+ * never loaded here.
+ */
+export function isErrorReply(error: unknown): error is Error {
+  if (!(error instanceof Error)) return false;
+  for (
+    let proto: unknown = Object.getPrototypeOf(error);
+    proto !== null && proto !== Error.prototype;
+    proto = Object.getPrototypeOf(proto)
+  ) {
+    if ((proto as { constructor?: { name?: unknown } }).constructor?.name === 'ErrorReply') {
+      return true;
+    }
+  }
+  return false;
+}
+
+/** Maps a node-redis failure to a sluice error (see `reply-errors.ts`). */
+export function toSluiceError(error: unknown): Error {
+  if (isErrorReply(error)) return errorFromReply(error.message, error);
+  const message = error instanceof Error ? error.message : String(error);
+  return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
+}
+
+/** How node-redis clients fail: an error reply is an `ErrorReply`. */
+export const NODE_REDIS_ERRORS: ClientErrors = {
+  toSluiceError,
+  isNoScript: (error) => isErrorReply(error) && error.message.startsWith('NOSCRIPT'),
+};
+
+/** The store of a node-redis v6 client (`createClient()`), or anything with `sendCommand(args)`. */
+export class NodeRedisStore extends CommandStore {
+  /** @throws {InvalidInputError} when `client` has no `sendCommand` function. */
+  constructor(client: NodeRedisClientLike) {
+    if (typeof (client as Partial<NodeRedisClientLike> | null)?.sendCommand !== 'function') {
+      throw new InvalidInputError('client', 'a node-redis v6 client (createClient())', client);
+    }
+    super(
+      (command) => client.sendCommand(command),
+      NODE_REDIS_ERRORS,
+      'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
+    );
+  }
+}
+
+/** The store of a node-redis v6 cluster (`createCluster()`). */
 export class NodeRedisClusterStore extends CommandStore {
   readonly #cluster: NodeRedisClusterLike;
 
@@ -103,6 +162,7 @@ export class NodeRedisClusterStore extends CommandStore {
   }
 }
 
+/** The store of a node-redis v6 sentinel client (`createSentinel()`). */
 export class NodeRedisSentinelStore extends CommandStore {
   constructor(sentinel: NodeRedisSentinelLike) {
     super(

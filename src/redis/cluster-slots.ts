@@ -5,7 +5,7 @@
  * of it ran, and the coalescer resends each call alone: `RerouteError`).
  */
 import calculateSlot from 'cluster-key-slot';
-import { isRedirection } from './redis-errors.js';
+import { isRedirection } from './reply-errors.js';
 
 /**
  * Whether `keys` name more than one hash slot. `prefix` is what the client puts before

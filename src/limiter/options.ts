@@ -1,0 +1,223 @@
+/**
+ * The options of a `RateLimiter`, checked once at construction into its settings: every
+ * option has a unit, a default and a range, and a bad or unknown option is an
+ * `InvalidInputError` naming it (`options.<name>`).
+ */
+import { performance } from 'node:perf_hooks';
+import { MAX_BATCH_SIZE, MAX_TIMER_MS } from '../bounds.js';
+import { InvalidInputError } from '../errors.js';
+import type { DecisionEvent, Metrics } from '../metrics/types.js';
+import { type AcceptedClient, storeFor } from '../redis/select.js';
+import type { StartupWarning } from '../redis/server-checks.js';
+import type { ScriptStore } from '../stores/store.js';
+import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
+
+/** Options of `RateLimiter`. Give exactly one of `client` and `store`. */
+export interface RateLimiterOptions {
+  /**
+   * The Redis to decide on: a connection from `connectRedis()` (`sluice/node-redis`), or a
+   * connected client of your own — node-redis v6 `createClient()`, `createCluster()` or
+   * `createSentinel()`, or an ioredis `Redis` or `Cluster`. Recognised by its shape; anything
+   * else is an `InvalidInputError`. A client of your own must have no offline queue
+   * (`disableOfflineQueue: true`; ioredis: `enableOfflineQueue: false`,
+   * `maxRetriesPerRequest: 0` and `autoResendUnfulfilledCommands: false`; a node-redis
+   * sentinel: also `maxCommandRediscovers: 0`), so that calls fail at once while Redis is
+   * unreachable and a call that may have run is never sent again.
+   */
+  readonly client?: AcceptedClient;
+  /** A store to use instead of `client`, e.g. a `MemoryStore`. */
+  readonly store?: ScriptStore;
+  /**
+   * First part of every key, to keep kinds of quota apart in one Redis: 1–64 characters of
+   * `[A-Za-z0-9._:-]` (no braces, so it can never form a hash tag). Default `"rate"`.
+   */
+  readonly namespace?: string;
+  /**
+   * Deadline of each call in milliseconds, from `take` to its settlement, including a
+   * script reload after NOSCRIPT: a positive safe integer. Default 150. A call that times
+   * out may still have consumed quota on the server; it is never refunded.
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Most calls in flight at once; a call over the cap rejects at once with
+   * `OverloadError`. A call stays in flight until Redis answers or the connection fails,
+   * even after its deadline, so the cap also bounds work stuck in the client. A positive
+   * safe integer. Default 1000.
+   */
+  readonly maxInFlight?: number;
+  /**
+   * Most items coalesced into one script call: calls issued in the same event-loop turn
+   * are sent together, in batches of a share of what is in flight (see `coalescer.ts`).
+   * 1 sends every take alone. Whatever this says, a batch also holds at most about 0.5 ms
+   * of estimated Redis work, and a `takeAll` is never split. A positive safe integer up to
+   * 1024. Default 128.
+   */
+  readonly maxBatchSize?: number;
+  /**
+   * The local denial cache: a scope whose quota is used up until a known time is denied in
+   * process until then, with no Redis call, where that is exact for its policy. `false`
+   * turns it off; `maxEntries` (a positive safe integer, default 10,000) bounds its memory.
+   */
+  readonly denialCache?: false | { readonly maxEntries?: number };
+  /**
+   * A metrics sink (`prometheusMetrics()` from `sluice/prometheus`, `openTelemetryMetrics()`
+   * from `sluice/opentelemetry`, or your own `Metrics`): every decided policy, its latency
+   * and the calls in flight. Unset: nothing is measured.
+   */
+  readonly metrics?: Metrics;
+  /**
+   * Called with each decided policy's `DecisionEvent` (outcome, policy name, route,
+   * latency, the call's `requestId`), e.g. to log it. An error it throws is reported as a
+   * process warning and changes no decision.
+   */
+  readonly onDecision?: (event: DecisionEvent) => void;
+  /**
+   * Put the tenant in decision events (`onDecision` only; metrics never carry it). Default
+   * `false`: tenants are often personal data, log them only where that is allowed.
+   */
+  readonly eventTenant?: boolean;
+  /**
+   * Receives what the start-up checks find wrong with the Redis behind `client` (an
+   * eviction policy that can evict quota keys, a replica, a Redis older than 7.0), once per
+   * limiter, shortly after construction. Default: a process warning
+   * (`process.emitWarning`, with the warning's `code`).
+   */
+  readonly onWarning?: (warning: StartupWarning) => void;
+}
+
+/** A limiter's options, checked, with their defaults. */
+export interface LimiterSettings {
+  readonly store: ScriptStore;
+  readonly namespace: string;
+  readonly timeoutMs: number;
+  readonly maxInFlight: number;
+  readonly maxBatchSize: number;
+  /** The denial cache's bound; undefined when it is off. */
+  readonly denialCacheEntries: number | undefined;
+  /** The store's clock (ms): what times the denial cache and batches. */
+  readonly clock: () => number;
+  readonly metrics: Metrics | undefined;
+  readonly onDecision: ((event: DecisionEvent) => void) | undefined;
+  readonly eventTenant: boolean;
+  readonly onWarning: ((warning: StartupWarning) => void) | undefined;
+}
+
+const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
+const OPTION_NAMES = [
+  'client',
+  'store',
+  'namespace',
+  'timeoutMs',
+  'maxInFlight',
+  'maxBatchSize',
+  'denialCache',
+  'metrics',
+  'onDecision',
+  'eventTenant',
+  'onWarning',
+] as const;
+
+/**
+ * Checks `options` (reading each once) into settings.
+ *
+ * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option, or an
+ *   option out of its range.
+ */
+export function readOptions(options: RateLimiterOptions): LimiterSettings {
+  const read = (name: string) => readProperty(options, name, 'options');
+  if (typeof options === 'object' && options !== null) {
+    rejectUnknownKeys(options, OPTION_NAMES, 'options');
+  }
+  const store = readStore(read('client'), read('store'));
+  const namespace = read('namespace') ?? 'rate';
+  if (typeof namespace !== 'string' || !NAMESPACE.test(namespace)) {
+    throw new InvalidInputError(
+      'options.namespace',
+      '1–64 characters of [A-Za-z0-9._:-]',
+      namespace,
+    );
+  }
+  const maxInFlight = optionalPositiveInteger('options.maxInFlight', read('maxInFlight'), 1000);
+  const timeoutMs = optionalPositiveInteger(
+    'options.timeoutMs',
+    read('timeoutMs'),
+    150,
+    MAX_TIMER_MS,
+  );
+  const maxBatchSize = optionalPositiveInteger(
+    'options.maxBatchSize',
+    read('maxBatchSize'),
+    128,
+    MAX_BATCH_SIZE,
+  );
+  const denialCacheEntries = readDenialCache(read('denialCache'));
+  const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
+  const metrics = readMetrics(read('metrics'));
+  const onDecision = readFunction('onDecision', read('onDecision'));
+  const eventTenant = read('eventTenant');
+  if (eventTenant !== undefined && typeof eventTenant !== 'boolean') {
+    throw new InvalidInputError('options.eventTenant', 'true or false', eventTenant);
+  }
+  const onWarning = readFunction('onWarning', read('onWarning'));
+  return {
+    store,
+    namespace,
+    timeoutMs,
+    maxInFlight,
+    maxBatchSize,
+    denialCacheEntries,
+    clock,
+    metrics,
+    onDecision: onDecision as LimiterSettings['onDecision'],
+    eventTenant: eventTenant === true,
+    onWarning: onWarning as LimiterSettings['onWarning'],
+  };
+}
+
+/** Exactly one of `client` and `store`; a client is recognised into its store. */
+function readStore(client: unknown, store: unknown): ScriptStore {
+  if ((client === undefined) === (store === undefined)) {
+    throw new InvalidInputError('options.client', 'given alone, or options.store alone', client);
+  }
+  if (store === undefined) return storeFor(client);
+  if (typeof readProperty(store, 'evalScript', 'options.store') !== 'function') {
+    throw new InvalidInputError('options.store', 'a ScriptStore', store);
+  }
+  return store as ScriptStore;
+}
+
+/** The `denialCache` option: its bound, or undefined when it is off. */
+function readDenialCache(cache: unknown): number | undefined {
+  if (cache === false) return undefined;
+  if (cache !== undefined && (typeof cache !== 'object' || cache === null)) {
+    throw new InvalidInputError('options.denialCache', 'false or { maxEntries }', cache);
+  }
+  if (cache !== undefined) rejectUnknownKeys(cache, ['maxEntries'], 'options.denialCache');
+  return optionalPositiveInteger(
+    'options.denialCache.maxEntries',
+    cache === undefined ? undefined : readProperty(cache, 'maxEntries', 'options.denialCache'),
+    10_000,
+  );
+}
+
+/** The `metrics` option: absent, or an object with the four methods of `Metrics`. */
+function readMetrics(value: unknown): Metrics | undefined {
+  if (value === undefined) return undefined;
+  for (const method of ['decision', 'request', 'redisEvent', 'attach']) {
+    if (typeof readProperty(value, method, 'options.metrics') !== 'function') {
+      throw new InvalidInputError(
+        'options.metrics',
+        'a Metrics (prometheusMetrics(), openTelemetryMetrics(), or an object with decision, request, redisEvent and attach)',
+        value,
+      );
+    }
+  }
+  return value as Metrics;
+}
+
+function readFunction(name: string, value: unknown): unknown {
+  if (value !== undefined && typeof value !== 'function') {
+    throw new InvalidInputError(`options.${name}`, 'a function', value);
+  }
+  return value;
+}

@@ -1,0 +1,302 @@
+/**
+ * `RateLimiter`: the decision path. Every call goes the same way —
+ *
+ * 1. validate: the input, read once, into targets (`targets.ts`); bad input rejects with an
+ *    `InvalidInputError` and sends nothing;
+ * 2. the local denial cache: a scope certain to be denied is answered in process
+ *    (`local-denials.ts`);
+ * 3. the in-flight cap: over `maxInFlight`, an `OverloadError`, nothing sent;
+ * 4. the coalesced script call: the calls of one event-loop turn go to Redis together
+ *    (`coalescer.ts`), each decided by its algorithm's Lua script on Redis server time;
+ * 5. the deadline: one timer for every call (`deadline.ts`); past it, a `TimeoutError`;
+ * 6. the decision: decoded, cached, counted, reported and resolved (`outcomes.ts`).
+ *
+ * Nothing is read and then written from here: every decision is made inside one atomic
+ * script. The hot path allocates a promise, a target and a call object per take, hashes the
+ * scope once, and creates no timer.
+ */
+import { performance } from 'node:perf_hooks';
+import { OverloadError } from '../errors.js';
+import { resetEpochKey } from '../key.js';
+import { observerFailed } from '../observer.js';
+import { checkServer } from '../redis/server-checks.js';
+import type {
+  Decision,
+  Policy,
+  Scope,
+  TakeAllItem,
+  TakeAllOptions,
+  TakeAllResult,
+  TakeOptions,
+} from '../types.js';
+import { Call, GroupCall, type InFlight, ResetCall } from './calls.js';
+import { Coalescer } from './coalescer.js';
+import { DeadlineQueue } from './deadline.js';
+import { type CallMeta, DecisionReporter } from './events.js';
+import { LocalDenials } from './local-denials.js';
+import { type RateLimiterOptions, readOptions } from './options.js';
+import { Outcomes } from './outcomes.js';
+import { type LimiterStats, newStats } from './stats.js';
+import { readRequestId, requestIdIfValid, type Target, TargetMaker } from './targets.js';
+
+export class RateLimiter {
+  readonly #maxInFlight: number;
+  readonly #stats: LimiterStats = newStats();
+  readonly #targets: TargetMaker;
+  readonly #denials: LocalDenials;
+  readonly #deadlines: DeadlineQueue;
+  readonly #coalescer: Coalescer;
+  readonly #outcomes: Outcomes;
+  /** Decision events' destination; undefined when nothing observes this limiter. */
+  readonly #reporter: DecisionReporter | undefined;
+
+  /**
+   * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option or an
+   *   option out of its range (see {@link RateLimiterOptions}).
+   */
+  constructor(options: RateLimiterOptions) {
+    const settings = readOptions(options);
+    const { store, metrics, onDecision, timeoutMs } = settings;
+    this.#maxInFlight = settings.maxInFlight;
+    this.#denials = new LocalDenials(
+      store,
+      resetEpochKey(settings.namespace),
+      settings.denialCacheEntries,
+      settings.clock,
+      this.#stats,
+    );
+    this.#targets = new TargetMaker(settings.namespace, this.#denials.enabled);
+    this.#deadlines = new DeadlineQueue(timeoutMs);
+    this.#coalescer = new Coalescer(store, settings.maxBatchSize, settings.clock);
+    this.#reporter =
+      metrics === undefined && onDecision === undefined
+        ? undefined
+        : new DecisionReporter(metrics, onDecision, settings.eventTenant);
+    this.#outcomes = new Outcomes(this.#stats, this.#deadlines, this.#denials, this.#reporter);
+    checkServer(store, settings.onWarning);
+    if (metrics !== undefined) {
+      // A weak reference: a sink outliving the limiter must not keep it alive.
+      const stats = new WeakRef(this.#stats);
+      try {
+        metrics.attach({ timeoutMs, inFlight: () => stats.deref()?.inFlight });
+      } catch (error) {
+        observerFailed('metrics.attach', error);
+      }
+    }
+    // The methods may be passed around as functions (`const take = limiter.take`).
+    this.take = this.take.bind(this);
+    this.takeAll = this.takeAll.bind(this);
+    this.peek = this.peek.bind(this);
+    this.reset = this.reset.bind(this);
+  }
+
+  /**
+   * Decides, atomically on Redis, whether `scope` may spend `cost` units under `policy`,
+   * and spends them when it may. A denial resolves (`allowed: false`); only failures reject.
+   * Always returns a promise: bad input rejects, it never throws synchronously.
+   *
+   * @returns the decision; see {@link Decision} for each field's meaning.
+   * @throws {InvalidInputError} bad scope, policy or cost (nothing sent to Redis).
+   * @throws {OverloadError} `maxInFlight` calls already in flight (nothing sent).
+   * @throws {TimeoutError} no answer within `timeoutMs` (quota may have been spent).
+   * @throws {UnavailableError} Redis unreachable, client closed, or connection lost.
+   * @throws {StoreError} Redis replied with an error (e.g. `WRONGTYPE`, `OOM`).
+   */
+  take(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    return this.#decide('t', scope, policy, options);
+  }
+
+  /**
+   * The decision `take(scope, policy, options)` would get now, made by the same script on
+   * Redis, consuming and writing nothing (not even a repair of foreign state). For
+   * inspection and for "check only" callers; a later take may decide differently.
+   *
+   * @throws the errors of {@link take}.
+   */
+  peek(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    return this.#decide('p', scope, policy, options);
+  }
+
+  /**
+   * Takes from several limits at once, all or nothing, in one atomic script call: when any
+   * item is denied, no item consumes anything. For stacked limits (10 per second *and*
+   * 1,000 per hour) and for tenant-wide plus per-route or per-user limits. Every item must
+   * be of the same tenant (their keys share one Redis Cluster hash slot), and no two items
+   * may name the same scope under the same policy.
+   *
+   * @param items 1 to 16 of `{ scope, policy, cost? }`.
+   * @param options `requestId` for decision events.
+   * @returns see {@link TakeAllResult}.
+   * @throws {InvalidInputError} no items or more than 16, an invalid item (`items[i]…`),
+   *   items of different tenants, or a repeated scope and policy (nothing sent to Redis).
+   * @throws the failures of {@link take}; a failure rejects the whole call.
+   */
+  takeAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<TakeAllResult> {
+    let targets: Target[];
+    let requestId: string | undefined;
+    try {
+      targets = this.#targets.all(items);
+      requestId = readRequestId(options, 'options');
+    } catch (error) {
+      return this.#invalid('takeAll', undefined, options, error);
+    }
+    const cached = this.#heldAll(targets);
+    if (cached !== undefined) {
+      this.#stats.limited++;
+      this.#stats.cachedDenials++;
+      this.#reporter?.report(
+        { targets, operation: 'takeAll', requestId, startedAt: 0 },
+        'limited',
+        true,
+        cached.decisions,
+      );
+      return Promise.resolve(cached);
+    }
+    const meta: CallMeta | undefined =
+      this.#reporter === undefined
+        ? undefined
+        : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
+    return this.#send(
+      (resolve, reject) => new GroupCall(this.#outcomes, targets, resolve, reject),
+      meta,
+    );
+  }
+
+  /**
+   * Deletes the state of `scope` under `policy` on Redis, so its next take starts afresh,
+   * and tells every limiter sharing the Redis (same namespace) to stop answering cached
+   * denials: none answers one later than 750 ms after this resolves (see `reset-epoch.ts`).
+   *
+   * @returns true when there was state to delete, false when there was none.
+   * @throws the errors of {@link take}. A failure after the delete (the epoch write) rejects
+   *   too: the state is gone, but other limiters may answer cached denials until they end.
+   */
+  reset(scope: Scope, policy: Policy): Promise<boolean> {
+    let target: Target;
+    try {
+      target = this.#targets.one(scope, policy, undefined, 'scope', 'policy', 'options');
+    } catch (error) {
+      this.#stats.invalid++;
+      return Promise.reject(error);
+    }
+    return this.#send(
+      (resolve, reject) => new ResetCall(this.#outcomes, target, resolve, reject),
+      undefined,
+    );
+  }
+
+  /**
+   * The Redis key that holds `scope`'s state under `policy` in this limiter's namespace
+   * (key scheme v2, see `key.ts`): for operators and tests. Reading it is harmless; edit it
+   * only through `reset`.
+   *
+   * @throws {InvalidInputError} bad scope or policy.
+   */
+  keyOf(scope: Scope, policy: Policy): string {
+    return this.#targets.one(scope, policy, undefined, 'scope', 'policy', 'options').key;
+  }
+
+  /** A snapshot of the outcome counters. */
+  stats(): LimiterStats {
+    return { ...this.#stats };
+  }
+
+  /** A take or a peek: validate → denial cache → send. */
+  #decide(op: 't' | 'p', scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
+    let target: Target;
+    let requestId: string | undefined;
+    try {
+      target = this.#targets.one(scope, policy, options, 'scope', 'policy', 'options');
+      requestId = readRequestId(options, 'options');
+    } catch (error) {
+      // Peeks decide nothing: only takes are reported.
+      return this.#invalid(op === 't' ? 'take' : undefined, policy, options, error);
+    }
+    const held = this.#denials.held(target.localKey, policy, target.cost);
+    if (held !== undefined) {
+      if (op === 'p') this.#stats.peeks++;
+      else {
+        this.#stats.limited++;
+        this.#stats.cachedDenials++;
+        // Answered here: no round trip to time.
+        this.#reporter?.report(
+          { targets: [target], operation: 'take', requestId, startedAt: 0 },
+          'limited',
+          true,
+          [held],
+        );
+      }
+      return Promise.resolve(held);
+    }
+    const meta: CallMeta | undefined =
+      this.#reporter === undefined || op === 'p'
+        ? undefined
+        : { targets: [target], operation: 'take', requestId, startedAt: performance.now() };
+    return this.#send(
+      (resolve, reject) => new Call(this.#outcomes, op, target, resolve, reject),
+      meta,
+    );
+  }
+
+  /** The in-flight cap, the deadline and the coalescer, for every kind of call. */
+  #send<T>(
+    make: (resolve: (value: T) => void, reject: (error: Error) => void) => InFlight,
+    meta: CallMeta | undefined,
+  ): Promise<T> {
+    const stats = this.#stats;
+    const now = performance.now();
+    if (stats.inFlight >= this.#maxInFlight) {
+      stats.overload++;
+      const error = new OverloadError(this.#maxInFlight);
+      if (meta !== undefined) this.#reporter?.report(meta, 'overload', false, undefined, error);
+      return Promise.reject(error);
+    }
+    stats.inFlight++;
+    this.#denials.start();
+    return new Promise<T>((resolve, reject) => {
+      const call = make(resolve, reject);
+      call.meta = meta;
+      this.#deadlines.track(call, now);
+      this.#coalescer.add(call);
+    });
+  }
+
+  /** A refused takeAll answered from the cache, when any of its items is held there. */
+  #heldAll(targets: readonly Target[]): TakeAllResult | undefined {
+    let decisions: Decision[] | undefined;
+    for (let j = 0; j < targets.length; j++) {
+      const target = targets[j] as Target;
+      const held = this.#denials.held(target.localKey, target.policy, target.cost);
+      if (held === undefined) continue;
+      decisions ??= targets.map((t) => ({
+        allowed: false,
+        remaining: 0,
+        limit: t.policy.limit,
+        resetMs: 0,
+        // Known without Redis: a cost above what the policy can ever admit.
+        retryAfterMs: t.cost > t.policy.maxCost ? Number.POSITIVE_INFINITY : 0,
+      }));
+      decisions[j] = held;
+    }
+    if (decisions === undefined) return undefined;
+    let retryAfterMs = 0;
+    for (const decision of decisions) {
+      if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
+    }
+    return { allowed: false, decisions, retryAfterMs, cached: true };
+  }
+
+  /** Counts and reports a call refused for bad input, and rejects it. */
+  #invalid<T>(
+    operation: 'take' | 'takeAll' | undefined,
+    policy: unknown,
+    options: TakeOptions | TakeAllOptions | undefined,
+    error: unknown,
+  ): Promise<T> {
+    this.#stats.invalid++;
+    if (operation !== undefined) {
+      this.#reporter?.invalid(operation, policy, requestIdIfValid(options), error as Error);
+    }
+    return Promise.reject(error);
+  }
+}

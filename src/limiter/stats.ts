@@ -1,0 +1,50 @@
+/**
+ * A limiter's outcome counters: every call ends in exactly one of them (a cached denial is
+ * also a `limited`), and `inFlight` counts what was sent and not answered yet.
+ */
+
+/** Counts of outcomes since the limiter was created, plus calls in flight now. */
+export interface LimiterStats {
+  /** Decisions that admitted. */
+  allowed: number;
+  /** Decisions that denied (rate-limited). */
+  limited: number;
+  /** Calls rejected for bad input (nothing sent). */
+  invalid: number;
+  /** Calls whose deadline passed. */
+  timeout: number;
+  /** Calls that failed because Redis was unreachable or not serving. */
+  unavailable: number;
+  /** Calls rejected because `maxInFlight` was reached (nothing sent). */
+  overload: number;
+  /** Calls that Redis answered with an error reply. */
+  storeError: number;
+  /** Denials answered by the local denial cache (also counted in `limited`). */
+  cachedDenials: number;
+  /** `peek` calls answered (they admit and count nothing). */
+  peeks: number;
+  /** `reset` calls that completed. */
+  resets: number;
+  /** Times a changed reset epoch emptied the local denial cache. */
+  cacheInvalidations: number;
+  /** Calls sent and not yet answered by Redis (may exceed pending callers after timeouts). */
+  inFlight: number;
+}
+
+/** All counters at zero. */
+export function newStats(): LimiterStats {
+  return {
+    allowed: 0,
+    limited: 0,
+    invalid: 0,
+    timeout: 0,
+    unavailable: 0,
+    overload: 0,
+    storeError: 0,
+    cachedDenials: 0,
+    peeks: 0,
+    resets: 0,
+    cacheInvalidations: 0,
+    inFlight: 0,
+  };
+}
