@@ -49,7 +49,7 @@ export {
   type RouteSettings,
   routeLimits,
   type TenantSettings,
-} from './config/policies.js';
+} from './config/index.js';
 export {
   InvalidInputError,
   isSluiceError,

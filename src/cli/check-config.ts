@@ -11,7 +11,7 @@ import {
   policyConfigFrom,
   type RouteLimits,
   routeLimits,
-} from '../config/policies.js';
+} from '../config/index.js';
 import { limitNames, type ResolvedLimit } from '../http/limits.js';
 import { EXIT, issueJson, table } from './common.js';
 

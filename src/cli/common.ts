@@ -2,7 +2,7 @@
  * What the `sluice` commands share: exit statuses, the error a command ends with, the Redis
  * connection (`--url`, `REDIS_URL`), the policy file, and text formatting.
  */
-import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/policies.js';
+import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/index.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import { createRedisClient } from '../stores/node-redis.js';
 import { CliError, DEFAULT_URL, EXIT, readJsonFile } from './exit.js';

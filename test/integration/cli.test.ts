@@ -19,7 +19,7 @@ import type { Policy } from '../../src/algorithms/policy.js';
 import { slidingWindowCounter } from '../../src/algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../../src/algorithms/token-bucket.js';
-import { loadPolicyConfig, routeLimits } from '../../src/config/policies.js';
+import { loadPolicyConfig, routeLimits } from '../../src/config/index.js';
 import { RateLimiter } from '../../src/limiter.js';
 import type { Scope } from '../../src/types.js';
 import { type Client, useRedis } from '../helpers/redis.js';

@@ -15,7 +15,7 @@ import {
   policiesFrom,
   policyConfigFrom,
   routeLimits,
-} from '../../src/config/policies.js';
+} from '../../src/config/index.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { createGuard, type GuardVerdict } from '../../src/http/guard.js';
 import { resolveLimits } from '../../src/http/limits.js';

@@ -6,7 +6,7 @@ import {
   policiesFrom,
   policyConfigFrom,
   type RouteSettings,
-} from '../../src/config/policies.js';
+} from '../../src/config/index.js';
 import { InvalidInputError } from '../../src/errors.js';
 
 /** A format-1 route's policy: always one policy, as before format 2. */
