@@ -113,10 +113,15 @@ export const documentObject = z.strictObject({
   tenants: z.unknown().optional(),
 });
 
-/** A route template: a method and a path, e.g. `POST/orders/:id`. */
-export const ROUTE = /^[A-Z]{3,7}\/[\x21-\x7e]*$/;
+/**
+ * A route template: a method and a path, e.g. `POST/orders/:id`, in printable ASCII without
+ * spaces; neither a query (`?`) nor a fragment (`#`): a template never has them, a raw URL
+ * may. Keys of `routes` and of each plan are checked with it; a tenant's route must be one
+ * of those.
+ */
+export const ROUTE = /^[A-Z]{3,7}\/[\x21\x22\x24-\x3e\x40-\x7e]*$/;
 export const ROUTE_EXPECTED =
-  'a route template such as "POST/orders" (a method, then the path, no query)';
+  'a route template such as "POST/orders" (a method, then the path, no query or fragment)';
 
 /** Policy and plan names. */
 export const NAME = /^[A-Za-z0-9._:/-]{1,64}$/;
