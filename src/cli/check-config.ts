@@ -8,10 +8,13 @@ import {
   describePolicy,
   fieldPath,
   type PolicyConfig,
+  PolicyFileError,
   policyConfigFrom,
   type RouteLimits,
   routeLimits,
-} from '../config/policies.js';
+} from '../config/index.js';
+import { parsePolicyText } from '../config/load.js';
+import type { InvalidInputError } from '../errors.js';
 import { limitNames, type ResolvedLimit } from '../http/limits.js';
 import { EXIT, issueJson, table } from './common.js';
 
@@ -72,13 +75,24 @@ function routeSummary(config: PolicyConfig, route: string) {
   return { anyone, plans, tenants };
 }
 
-/** `sluice check-config FILE`. */
+/** The file's content and its problems: its repeated keys, else those of the document. */
+function read(text: string): { parsed: unknown; issues: readonly InvalidInputError[] } {
+  try {
+    const parsed = parsePolicyText(text);
+    return { parsed, issues: checkPolicies(parsed) };
+  } catch (error) {
+    if (error instanceof PolicyFileError) return { parsed: undefined, issues: error.issues };
+    throw error;
+  }
+}
+
+/** `sluice check-config FILE`, given the file's text (JSON). */
 export async function checkConfig(
   file: string,
-  parsed: unknown,
+  text: string,
   options: CheckConfigOptions,
 ): Promise<number> {
-  const issues = checkPolicies(parsed);
+  const { parsed, issues } = read(text);
   if (issues.length > 0) {
     if (options.json) {
       console.log(

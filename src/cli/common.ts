@@ -2,13 +2,14 @@
  * What the `sluice` commands share: exit statuses, the error a command ends with, the Redis
  * connection (`--url`, `REDIS_URL`), the policy file, and text formatting.
  */
-import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/policies.js';
+import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/index.js';
+import { parsePolicyText } from '../config/load.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import { connectRedis } from '../redis/node-redis/connect.js';
 import type { RedisConnection } from '../redis/node-redis/connection.js';
-import { CliError, DEFAULT_URL, EXIT, readJsonFile } from './exit.js';
+import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
 
-export { CliError, DEFAULT_URL, EXIT, NAMESPACE, readJsonFile, usage } from './exit.js';
+export { CliError, DEFAULT_URL, EXIT, NAMESPACE, readJsonText, usage } from './exit.js';
 
 /** The options every Redis command takes. */
 export interface RedisOptions {
@@ -91,11 +92,14 @@ export function redisFailure(error: unknown, url: string): never {
   throw error;
 }
 
-/** Reads the policy file: unreadable → exit 2; not JSON or invalid → exit 1 with every problem. */
+/**
+ * Reads the policy file: unreadable → exit 2; not JSON, a key twice in one object, or
+ * invalid → exit 1 with every problem.
+ */
 export async function readConfig(file: string): Promise<PolicyConfig> {
-  const parsed = await readJsonFile(file);
+  const text = await readJsonText(file);
   try {
-    return policyConfigFrom(parsed);
+    return policyConfigFrom(parsePolicyText(text));
   } catch (error) {
     if (error instanceof PolicyFileError) {
       const n = error.issues.length;

@@ -33,8 +33,11 @@ export class CliError extends Error {
 /** A usage error (exit 2). */
 export const usage = (message: string) => new CliError(message, EXIT.usage);
 
-/** A JSON file's content: unreadable → exit 2; not JSON → exit 1. */
-export async function readJsonFile(file: string): Promise<unknown> {
+/**
+ * A JSON file's text, once it parses: unreadable → exit 2; not JSON → exit 1. What it
+ * means is for the library to say (a policy file: `parsePolicyText`, then its checks).
+ */
+export async function readJsonText(file: string): Promise<string> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -42,7 +45,8 @@ export async function readJsonFile(file: string): Promise<unknown> {
     throw new CliError(`cannot read ${file}: ${(error as Error).message}`, EXIT.usage);
   }
   try {
-    return JSON.parse(text);
+    JSON.parse(text);
+    return text;
   } catch (error) {
     throw new CliError(`${file} is not JSON: ${(error as Error).message}`, EXIT.failed, [], {
       file,

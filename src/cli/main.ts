@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { CliError, DEFAULT_URL, EXIT, readJsonFile } from './exit.js';
+import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
 import type { InspectOptions, ResetOptions } from './scopes.js';
 import type { StatsOptions } from './stats.js';
 
@@ -245,7 +245,7 @@ ${EXIT_STATUS}`,
     .action(
       run(async (file: string, options: { json?: boolean }) =>
         // A file that cannot be read or parsed is answered before the library loads.
-        (await import('./check-config.js')).checkConfig(file, await readJsonFile(file), options),
+        (await import('./check-config.js')).checkConfig(file, await readJsonText(file), options),
       ),
     );
 

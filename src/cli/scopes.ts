@@ -10,7 +10,7 @@ import {
   type PolicyConfig,
   type RouteLimits,
   routeLimits,
-} from '../config/policies.js';
+} from '../config/index.js';
 import { InvalidInputError } from '../errors.js';
 import { type LimitScope, scopeOf } from '../http/limits.js';
 import { RateLimiter } from '../limiter/rate-limiter.js';

@@ -8,7 +8,7 @@
  * `sluice demo` with an IPC channel; it reports `{ port }` once listening.
  */
 import { createServer } from 'node:http';
-import { loadPolicies } from '../config/policies.js';
+import { loadPolicies } from '../config/index.js';
 import { withRateLimit } from '../http/node.js';
 import { RateLimiter } from '../limiter/rate-limiter.js';
 import { connectRedis } from '../redis/node-redis/connect.js';

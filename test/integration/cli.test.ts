@@ -546,6 +546,43 @@ describe('sluice check-config', () => {
     assert.match(inspect.stderr, /not a valid policy file \(6 problems/);
     assert.ok(inspect.stderr.includes('tenants.acme.plan must be'));
   });
+
+  it('a key twice in one object: exit 1 with its path, for check-config, inspect and reset', async () => {
+    const dup = join(dir, 'dup.json');
+    const fw = '{"algorithm": "fixed-window", "limit": 1, "windowMs": 1000}';
+    writeFileSync(dup, `{"routes": {"GET/a": ${fw}, "GET/b": ${fw}, "GET/a": ${fw}}}`);
+    const scope = [
+      '--config',
+      dup,
+      '--route',
+      'GET/a',
+      '--tenant',
+      't',
+      '--url',
+      'redis://127.0.0.1:1',
+    ];
+    const [text, asJson, inspect, reset] = await Promise.all([
+      sluice(['check-config', dup]),
+      sluice(['check-config', dup, '--json']),
+      sluice(['inspect', ...scope]),
+      sluice(['reset', ...scope, '--yes']),
+    ]);
+    const expected = 'a key that appears once in its object (it appears twice)';
+    assert.equal(text.code, 1, text.stdout);
+    assert.match(text.stderr, /invalid, 1 problem:/);
+    assert.ok(text.stderr.includes(`  routes["GET/a"] must be ${expected}`), text.stderr);
+    assert.equal(asJson.code, 1);
+    assert.deepEqual(
+      json(asJson).errors.map((e: { field: string; expected: string }) => [e.field, e.expected]),
+      [['routes["GET/a"]', expected]],
+    );
+    for (const run of [inspect, reset]) {
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /not a valid policy file \(1 problem;/);
+      assert.ok(run.stderr.includes(`routes["GET/a"] must be ${expected}`), run.stderr);
+    }
+    for (const run of [text, inspect, reset]) noStack(run);
+  });
 });
 
 describe('sluice: usage, setup, help', () => {

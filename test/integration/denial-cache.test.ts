@@ -12,8 +12,8 @@ import type { ScriptStore } from 'sluice';
 import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { resetEpochScript } from '../../src/limiter/reset-epoch.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
 import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
+import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'GET/items';

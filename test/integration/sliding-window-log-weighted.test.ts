@@ -21,10 +21,10 @@ import {
   slidingWindowLogTwin,
 } from '../../src/algorithms/sliding-window-log.js';
 import { TAKE, type TwinState } from '../../src/algorithms/twin.js';
+import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
 import { type Client, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { logMember } from '../helpers/sliding-log.js';
-import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 
 const redis = useRedis();
 const RUNS = Number(process.env.SLUICE_MODEL_RUNS ?? 1000);

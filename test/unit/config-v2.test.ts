@@ -339,6 +339,24 @@ describe('policy files, format 2: every problem named by its path', () => {
     });
   }
 
+  it('a route key with a query or a fragment is refused, in routes, plans and tenant overrides', () => {
+    const fields = (file: unknown) => checkPolicies(file).map((e) => e.field);
+    assert.deepEqual(fields({ routes: { 'POST/orders?x=1': fw, 'GET/a#b': fw, 'GET/a': fw } }), [
+      'routes["POST/orders?x=1"]',
+      'routes["GET/a#b"]',
+    ]);
+    assert.deepEqual(fields({ routes: { 'GET/a': fw }, plans: { pro: { 'GET/a?x': fw } } }), [
+      'plans.pro["GET/a?x"]',
+    ]);
+    assert.deepEqual(
+      fields({ routes: { 'GET/a#b': fw }, tenants: { acme: { routes: { 'GET/a#b': fw } } } }),
+      ['routes["GET/a#b"]', 'tenants.acme.routes["GET/a#b"]'],
+    );
+    assert.match(checkPolicies({ routes: { 'GET/a?': fw } })[0]?.message ?? '', /no query/);
+    // "?" and "#" are refused only in keys: a path with ":" or "*" is a template as before.
+    assert.deepEqual(checkPolicies({ routes: { 'GET/a/:id/*': fw } }), []);
+  });
+
   it('every problem is collected, in the order of the file', () => {
     const file = {
       policies: { a: { ...fw, limit: 0 } },

@@ -1,0 +1,100 @@
+/**
+ * The problems of a policy document: each one names its path in the file the user wrote,
+ * and all of them are collected, in the order of the file.
+ */
+import type { z } from 'zod';
+import { InvalidInputError } from '../errors.js';
+import { fieldPath, knownKeys, type Path, type Segment, suggestion, valueAt } from './paths.js';
+import { ALGORITHMS } from './schema.js';
+
+/** One problem: the path of the field in the file, what it must be, what it is. */
+export interface Issue {
+  readonly field: string;
+  readonly expected: string;
+  readonly value: unknown;
+}
+
+/**
+ * A policy file with problems: an {@link InvalidInputError} naming the first problem's path
+ * (its `field`), carrying every problem found in `issues`.
+ */
+export class PolicyFileError extends InvalidInputError {
+  /** Every problem, in the order of the file; each `field` is a path in the file. */
+  readonly issues: readonly InvalidInputError[];
+
+  constructor(issues: readonly Issue[]) {
+    const first = issues[0] as Issue;
+    super(first.field, first.expected, first.value);
+    this.issues = issues.map((i) => new InvalidInputError(i.field, i.expected, i.value));
+    if (issues.length > 1) {
+      this.message = `${this.message} (and ${issues.length - 1} more: ${this.issues
+        .slice(1)
+        .map((issue) => issue.field)
+        .join(', ')})`;
+    }
+  }
+}
+
+/** Maps a path in the document being compiled to the path of the same field in the file. */
+export type Origin = (path: Path) => Path;
+
+/** The problems found so far, with the paths of the file. */
+export class Problems {
+  readonly list: Issue[] = [];
+
+  /** `origin` maps the paths of the document checked to those of the file. */
+  constructor(private readonly origin: Origin = (path) => path) {}
+
+  /** The path of the file for `path`, as errors write it. */
+  where(path: Path): string {
+    return fieldPath(this.origin(path));
+  }
+
+  add(path: Path, expected: string, value: unknown): void {
+    this.list.push({ field: this.where(path), expected, value });
+  }
+
+  /** Adds zod's issues for `input` (parsed at `path`); returns the data when valid. */
+  parse<T>(schema: z.ZodType<T>, input: unknown, path: Path): T | undefined {
+    const parsed = schema.safeParse(input);
+    if (parsed.success) return parsed.data;
+    for (const issue of parsed.error.issues) {
+      const at = [...path, ...(issue.path as Segment[])];
+      const value = valueAt(input, issue.path as Segment[]);
+      if (issue.code === 'unrecognized_keys') {
+        const known = knownKeys(schema, value);
+        for (const key of issue.keys) {
+          this.add(
+            [...at, key],
+            `absent (not a field here${suggestion(key, known)})`,
+            valueAt(value, [key]),
+          );
+        }
+      } else if (issue.code === 'invalid_union' && 'discriminator' in issue) {
+        this.add(at, `one of ${ALGORITHMS.map((a) => `"${a}"`).join(', ')}`, value);
+      } else {
+        this.add(at, issue.message, value);
+      }
+    }
+    return undefined;
+  }
+}
+
+/** True for a plain object of the document (not null, not an array). */
+export const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The own entries of a map in the document, or a problem when it is not an object. */
+export function entriesOf(
+  problems: Problems,
+  value: unknown,
+  path: Path,
+  expected: string,
+): [string, unknown][] {
+  if (value === undefined) return [];
+  if (!isObject(value)) {
+    problems.add(path, expected, value);
+    return [];
+  }
+  return Object.keys(value).map((key) => [key, value[key]]);
+}
