@@ -7,14 +7,14 @@
  * - `<tenant hash>`: the first 128 bits (32 hex) of SHA-256 of `JSON.stringify([tenant])`,
  *   inside a hash tag. The Redis Cluster slot depends on the tenant alone, so every key of
  *   one tenant — tenant-wide, per route, per user, under every policy — shares one slot, and
- *   one script can decide several of them atomically (S23, `takeAll`).
+ *   one script can decide several of them atomically (`takeAll`).
  * - `<policy id>`: the policy's identity (see `Policy.id`): its algorithm tag and a digest of
  *   its name, every parameter and its version. Two policies that differ in any of these
- *   never share state (S21).
+ *   never share state.
  * - `<rest hash>`: the first 128 bits of SHA-256 of `JSON.stringify([route, user])` (an
  *   absent part is `null`); omitted for a tenant-wide scope (no route, no user).
  *
- * Structure-safe (S10): the JSON array encoding keeps `["a:b","c"]` and `["a","b:c"]`
+ * Structure-safe: the JSON array encoding keeps `["a:b","c"]` and `["a","b:c"]`
  * apart, and lone surrogates are escaped, so every scope has one encoding. No caller text
  * reaches Redis — it cannot form a hash tag or a glob — and the key's length is bounded
  * (at most 64 + 2 + 32 + 2 + 21 + 1 + 32 = 154 characters). Hashing is not encryption: a known

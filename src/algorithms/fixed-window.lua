@@ -5,7 +5,7 @@
 -- callers' clocks never decide. Touches exactly one key; no loops, no scans.
 --
 -- Bounded state: the key never lives longer than the window. A counter without a TTL, or
--- with one longer than the window (a hand edit), gets the window (S6: self-healing, never a
+-- with one longer than the window (a hand edit), gets the window (self-healing, never a
 -- way to extend a live window). A value that is not a count this policy could have written
 -- (not a canonical integer that INCRBY takes, above the limit) is foreign state: it is
 -- deleted and the scope starts afresh.
@@ -69,7 +69,7 @@ end
 
 local ttl = redis.call('PTTL', key)
 if ttl < 0 or ttl > window then
-  -- No TTL, or one longer than the window: the window, once (S6).
+  -- No TTL, or one longer than the window: the window, once.
   ttl = window
   if not dry then redis.call('PEXPIRE', key, window) end
 end

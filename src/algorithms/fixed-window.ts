@@ -1,6 +1,6 @@
 /**
  * The fixed-window policy: at most `limit` units per window of `windowMs`, the window
- * anchored at the first take of a scope (S4).
+ * anchored at the first take of a scope.
  *
  * Boundary burst, by design: a burst at the end of one window and another at the start of
  * the next are both admitted, so up to `2 × limit` units can pass in any span of `windowMs`

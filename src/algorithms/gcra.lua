@@ -71,7 +71,7 @@ if tat < now then tat = now end
 local stepped = tat > now + tolerance
 
 -- The key's life, checked where nothing rewrites it (a denial): a key without a TTL, or with
--- one longer than the horizon, gets the time to TAT, at most the horizon (S6).
+-- one longer than the horizon, gets the time to TAT, at most the horizon (self-healing).
 local ttl = -2
 local function check_ttl()
   if not stored then return end

@@ -103,7 +103,7 @@ export interface PolicyIdentityOptions {
    */
   readonly name?: string;
   /**
-   * Policy version, part of the policy's identity (S21): bump it to start every scope
+   * Policy version, part of the policy's identity: bump it to start every scope
    * afresh without changing a parameter. A string of letters, digits, `.`, `_` or `-` (at
    * most 64), or a non-negative safe integer. Default `1`.
    */

@@ -15,8 +15,8 @@ export interface Algorithm {
   readonly twin: Twin;
   /**
    * Redis time of one batch item of a policy with this `limit` at its worst (any stored
-   * state), in µs as measured on the reference machine (2 cores, Redis 7.0; see
-   * bench/script-time.ts): what bounds a batch (`MAX_BATCH_WORK` in `coalescer.ts`).
+   * state), in µs, estimated from bench/script-time.ts on the reference machine (2 cores,
+   * Redis 7.0): what bounds a batch (`MAX_BATCH_WORK` in `coalescer.ts`).
    */
   readonly work: (limit: number) => number;
 }
@@ -27,9 +27,9 @@ export const ALGORITHMS: readonly Algorithm[] = [
   {
     script: slidingWindowLogScript,
     twin: slidingWindowLogTwin,
-    // A search and a bounded trim (≤ 160 µs measured), and a log that expired when the
-    // script touches it is freed on the spot (Redis's default lazyfree-lazy-expire no):
-    // about 0.27 µs per member, up to `limit` members (2.7 ms at 10,000).
+    // A search and a bounded trim, and a log that expired when the script touches it is
+    // freed on the spot (Redis's default lazyfree-lazy-expire no): a cost per member, up to
+    // `limit` members.
     work: (limit) => 160 + Math.ceil(limit * 0.3),
   },
   { script: slidingWindowCounterScript, twin: slidingWindowCounterTwin, work: () => 8 },

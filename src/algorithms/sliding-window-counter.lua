@@ -90,7 +90,7 @@ if current == 0 then reset = window - elapsed end
 if current == 0 and previous == 0 then reset = 0 end
 
 -- The key's life, checked where nothing rewrites it (a denial): a key without a TTL, or with
--- one longer than the horizon, gets the end of the next window, at most the horizon (S6).
+-- one longer than the horizon, gets the end of the next window, at most the horizon (self-healing).
 local ttl = -2
 local function check_ttl()
   if not stored then return end

@@ -154,7 +154,7 @@ local reset = 0
 if count > 0 then reset = top + window - now + lag end
 
 -- The key's life, checked where nothing rewrites it (a denial): a key without a TTL, or with
--- one longer than the window, gets the window (S6).
+-- one longer than the window, gets the window (self-healing).
 local ttl = -2
 local function check_ttl()
   if not top then return end

@@ -6,16 +6,16 @@
  * cost and a running total of units, so every decision is O(log n) in the n members, whatever
  * the cost (a denial O(log² n)).
  *
- * Memory (Redis 7.0 `MEMORY USAGE`): a log holds at most `limit` members, one per take in the
- * window (and a few that left it, trimmed 8 per call), about 130 bytes each beyond 128
- * members, about 32 bytes up to 128: 1.29 MB for a full log of cost-1 takes at the cap,
- * {@link MAX_LOG_LIMIT}; a take of cost 10,000 is one member (its key about 150–200 bytes in all).
+ * Memory: a log holds at most `limit` members, one per take in the window (and a few that
+ * left it, trimmed 8 per call), whatever their costs: a take of cost 10,000 is one member.
+ * The cap, {@link MAX_LOG_LIMIT}, bounds a full log of cost-1 takes (a sorted set of that many
+ * members).
  *
  * Redis cost per decision: TIME; ZRANGE of the newest entry; ZCOUNT, ZCARD and a
  * ZREMRANGEBYRANK of at most 8 stale members; ZRANGE of the first entry in the window. A denial
  * adds PTTL and, to find its retry time, at most ⌈log₂ k⌉ + 1 one-member ZRANGEs (k the units
  * that must leave: at most 15 at limit 10,000); an admission adds ZADD of one member and
- * PEXPIRE. At limit 10,000 the longest call measured (SLOWLOG) is well under 0.5 ms.
+ * PEXPIRE. The longest call at the cap is measured by bench/script-time.ts.
  */
 
 import type { Policy } from '../types.js';

@@ -87,7 +87,7 @@ local lag = stamp - now
 local reset = ceil_div(full - scaled, rate) + lag
 
 -- The key's life, checked where nothing rewrites it (a denial): a key without a TTL, or with
--- one longer than the horizon, gets the time to full, at most the horizon (S6).
+-- one longer than the horizon, gets the time to full, at most the horizon (self-healing).
 local ttl = -2
 local function check_ttl()
   if not s then return end

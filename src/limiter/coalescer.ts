@@ -5,10 +5,10 @@
  * A batch is flushed in a microtask queued by its first take — after the synchronous code
  * that issued it and the microtasks queued before — or at once when it reaches
  * `maxBatchSize`. No timer, no added wait: a lone take goes out as soon as the current code
- * yields. A batch of one is sent as the algorithm's own script. (Measured: `setImmediate`
- * gathered no larger batches under a closed loop and added latency at concurrency 1.) Items
- * are applied in the order they were added; an item's error is reported to that item alone
- * (see `batch.lua`).
+ * yields (a `setImmediate` would gather no larger batches under a closed loop, and would add
+ * latency to a lone take). A batch of one is sent as the algorithm's own script. Items are
+ * applied in the order they were added; an item's error is reported to that item alone (see
+ * `batch.lua`).
  */
 import { batchScript } from '../algorithms/batch.js';
 import {
@@ -94,10 +94,9 @@ function newGroup(): Group {
  * Script calls a node should have in flight for Node.js and Redis to work at once: while
  * Redis runs one batch, this process reads the answer of another and gathers the next. A
  * batch goes as soon as it holds its share of the node's load (what waits plus what is in
- * flight, over this depth) and at least {@link MIN_EARLY_BATCH} items. Measured (closed loop
- * of 16 callers, random keys, createRedisClient): one batch per event-loop turn ran Node.js
- * and Redis in lock-step, 87–98k decisions/s; sent by shares, 93–110k; at 256 callers the
- * same (163–165k vs 165–169k).
+ * flight, over this depth) and at least {@link MIN_EARLY_BATCH} items. One batch per
+ * event-loop turn would run Node.js and Redis in lock-step (see bench/RESULTS.md for what
+ * sending by shares is worth).
  */
 export const PIPELINE_DEPTH = 4;
 
@@ -107,11 +106,11 @@ export const MIN_EARLY_BATCH = 4;
 /**
  * Most work in one script call, whatever `maxBatchSize` says, in estimated µs of Redis time
  * (see `BatchRequest.work`): a script call holds Redis while it runs. 0.5 ms, a tenth of
- * the rule that no script call holds Redis for 5 ms (test/integration/script-time.test.ts):
- * measured, about one call in ten runs 3–6× its estimate (Lua's garbage collector sweeping
+ * the rule that no script call holds Redis for 5 ms (test/integration/script-time.test.ts),
+ * because some calls run several times their estimate (Lua's garbage collector sweeping
  * what earlier calls left, which grows with the batch), and a server may be slower than
- * this one. A request is never split; one heavier than this goes alone, and its work is
- * bounded by its algorithm.
+ * the one the estimates come from. A request is never split; one heavier than this goes
+ * alone, and its work is bounded by its algorithm.
  */
 export const MAX_BATCH_WORK = 500;
 

@@ -87,7 +87,7 @@ const made = new WeakMap<Meter, Entry>();
  * `sluice/prometheus`'s metrics (never a tenant or user). Counts are kept in process and
  * reported cumulatively by observable counters in one batch callback at each collection;
  * `sluice.decision.duration` is a synchronous histogram (one `record` per decision that went
- * to Redis, about 0.35 µs with the SDK). `shadow` is a boolean attribute.
+ * to Redis; its cost is in bench/metrics/RESULTS.md). `shadow` is a boolean attribute.
  *
  * A second call for the same meter returns the same sink when `maxSeconds` and
  * `maxLabelValues` agree, else throws: instruments registered twice would report every count

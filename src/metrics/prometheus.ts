@@ -5,25 +5,19 @@
  * ```ts
  * import { prometheusMetrics } from 'sluice/prometheus';
  * const metrics = prometheusMetrics(); // prom-client's default registry
- * const client = await createRedisClient({ url, metrics });
- * const limiter = new RateLimiter({ client, metrics });
+ * const redis = await connectRedis({ url, metrics });
+ * const limiter = new RateLimiter({ client: redis, metrics });
  * // and `metrics` on each guard / adapter; serve `await metrics.registry.metrics()` on /metrics
  * ```
  */
-import { Counter, register as defaultRegistry, Gauge, type Registry } from 'prom-client';
+import { register as defaultRegistry, type Registry } from 'prom-client';
 import { InvalidInputError } from '../errors.js';
 import { readProperty, rejectUnknownKeys } from '../validate.js';
-import {
-  DECISION_OUTCOMES,
-  latencyBuckets,
-  type PolicyTally,
-  REDIS_EVENTS,
-  REQUEST_OUTCOMES,
-  sinkLimits,
-  Tally,
-} from './tally.js';
+import { metricFamilies, type PrometheusMetricNames } from './prometheus-families.js';
+import { latencyBuckets, sinkLimits, Tally } from './tally.js';
 import type { DecisionEvent, LimiterSource, Metrics, RedisEvent, RequestEvent } from './types.js';
 
+export type { PrometheusMetricNames } from './prometheus-families.js';
 export { DECISION_OUTCOMES, OVERFLOW_LABEL, REDIS_EVENTS, REQUEST_OUTCOMES } from './tally.js';
 
 /** Options of {@link prometheusMetrics}. Every field is optional; an unknown one is refused. */
@@ -55,7 +49,7 @@ export interface PrometheusMetricsOptions {
 
 /**
  * A {@link Metrics} sink that fills a prom-client registry. Pass it as `metrics` to
- * `RateLimiter`, `createGuard` / the HTTP adapters and `createRedisClient`; one sink may
+ * `RateLimiter`, `createGuard` / the HTTP adapters and `connectRedis`; one sink may
  * serve any number of each.
  */
 export interface PrometheusMetrics extends Metrics {
@@ -63,22 +57,6 @@ export interface PrometheusMetrics extends Metrics {
   readonly registry: Registry;
   /** The full metric names it registered. */
   readonly names: PrometheusMetricNames;
-}
-
-/** The full names of the metrics a {@link PrometheusMetrics} registers (default prefix shown). */
-export interface PrometheusMetricNames {
-  /** `sluice_decisions_total{outcome, policy}` — counter. */
-  readonly decisions: string;
-  /** `sluice_cached_denials_total{policy}` — counter. */
-  readonly cachedDenials: string;
-  /** `sluice_decision_duration_seconds{policy}` — histogram, seconds. */
-  readonly decisionDuration: string;
-  /** `sluice_in_flight` — gauge, no labels. */
-  readonly inFlight: string;
-  /** `sluice_http_requests_total{outcome, route, shadow}` — counter. */
-  readonly httpRequests: string;
-  /** `sluice_redis_events_total{event}` — counter. */
-  readonly redisEvents: string;
 }
 
 const OPTIONS = ['registry', 'prefix', 'maxSeconds', 'maxLabelValues'] as const;
@@ -93,7 +71,7 @@ interface Entry {
 const made = new WeakMap<Registry, Map<string, Entry>>();
 
 /**
- * Makes (or reuses) a Prometheus sink. Metrics, all without a tenant or user label (S24):
+ * Makes (or reuses) a Prometheus sink. Metrics, all without a tenant or user label:
  *
  * | name | type | labels | what |
  * | --- | --- | --- | --- |
@@ -196,20 +174,6 @@ function metricNames(prefix: string): PrometheusMetricNames {
   };
 }
 
-/** Brings a prom-client counter up to a total: adds what was counted since the last scrape. */
-class CounterSync<L extends string> {
-  readonly #reported = new Map<string, number>();
-  constructor(readonly counter: Counter<L>) {}
-
-  /** `key` identifies `labels`; a first sight adds 0, so the series exists. */
-  sync(key: string, labels: Partial<Record<L, string>>, total: number): void {
-    const before = this.#reported.get(key);
-    if (before === total) return;
-    this.counter.inc(labels, total - (before ?? 0));
-    this.#reported.set(key, total);
-  }
-}
-
 class PrometheusSink implements PrometheusMetrics {
   readonly registry: Registry;
   readonly names: PrometheusMetricNames;
@@ -225,105 +189,8 @@ class PrometheusSink implements PrometheusMetrics {
   ) {
     this.registry = registry;
     this.names = names;
-    const tally = new Tally({ bounds, maxLabelValues, who: 'sluice/prometheus' });
-    this.#tally = tally;
-    const registers = [registry];
-
-    let decisions!: CounterSync<'outcome' | 'policy'>;
-    let cached!: CounterSync<'policy'>;
-    const decisionsCounter = new Counter({
-      name: names.decisions,
-      help: 'Decisions per policy by outcome (allowed, limited, invalid, timeout, unavailable, overload, store_error); cached denials count as limited.',
-      labelNames: ['outcome', 'policy'] as const,
-      registers,
-      collect() {
-        for (const p of tally.policies.values()) {
-          for (let i = 0; i < DECISION_OUTCOMES.length; i++) {
-            const outcome = DECISION_OUTCOMES[i] as string;
-            decisions.sync(
-              `${p.policy}\0${outcome}`,
-              { outcome, policy: p.policy },
-              p.outcomes[i] as number,
-            );
-          }
-        }
-      },
-    });
-    decisions = new CounterSync(decisionsCounter);
-    const cachedCounter = new Counter({
-      name: names.cachedDenials,
-      help: 'Denials answered by the local denial cache, without Redis (also counted in decisions_total as limited).',
-      labelNames: ['policy'] as const,
-      registers,
-      collect() {
-        for (const p of tally.policies.values()) {
-          if (p.cachedDenials > 0) cached.sync(p.policy, { policy: p.policy }, p.cachedDenials);
-        }
-      },
-    });
-    cached = new CounterSync(cachedCounter);
-    const duration = new DurationHistogram(
-      names.decisionDuration,
-      'Latency of decisions that went to Redis (not cached, invalid or overload), from the call to its settlement, in seconds.',
-      tally,
-    );
-    registry.registerMetric(duration as unknown as Counter);
-    const inFlight = new Gauge({
-      name: names.inFlight,
-      help: 'Rate-limiter calls in flight now (sent to Redis and not yet answered), summed over the limiters given this sink.',
-      registers,
-      collect() {
-        this.set(tally.inFlight());
-      },
-    });
-    let requests!: CounterSync<'outcome' | 'route' | 'shadow'>;
-    const requestsCounter = new Counter({
-      name: names.httpRequests,
-      help: 'HTTP requests at a sluice guard by outcome (allowed, limited, fail_closed, fail_open, fail_open_limited, unidentified, skipped), route template and shadow mode.',
-      labelNames: ['outcome', 'route', 'shadow'] as const,
-      registers,
-      collect() {
-        for (const r of tally.routes.values()) {
-          for (const [shadow, counts] of [
-            ['false', r.enforced],
-            ['true', r.shadow],
-          ] as const) {
-            if (!counts.some((n) => n > 0)) continue;
-            for (let i = 0; i < REQUEST_OUTCOMES.length; i++) {
-              const outcome = REQUEST_OUTCOMES[i] as string;
-              requests.sync(
-                `${r.route}\0${shadow}\0${outcome}`,
-                { outcome, route: r.route, shadow },
-                counts[i] as number,
-              );
-            }
-          }
-        }
-      },
-    });
-    requests = new CounterSync(requestsCounter);
-    let events!: CounterSync<'event'>;
-    const eventsCounter = new Counter({
-      name: names.redisEvents,
-      help: 'Redis connection events of clients made by createRedisClient: connection_error, reconnect, stall_recycle.',
-      labelNames: ['event'] as const,
-      registers,
-      collect() {
-        for (let i = 0; i < REDIS_EVENTS.length; i++) {
-          const event = REDIS_EVENTS[i] as string;
-          events.sync(event, { event }, tally.redisEvents[i] as number);
-        }
-      },
-    });
-    events = new CounterSync(eventsCounter);
-    this.#metrics = [
-      [names.decisions, decisionsCounter],
-      [names.cachedDenials, cachedCounter],
-      [names.decisionDuration, duration],
-      [names.inFlight, inFlight],
-      [names.httpRequests, requestsCounter],
-      [names.redisEvents, eventsCounter],
-    ];
+    this.#tally = new Tally({ bounds, maxLabelValues, who: 'sluice/prometheus' });
+    this.#metrics = metricFamilies(registry, names, this.#tally);
   }
 
   decision(event: DecisionEvent): void {
@@ -355,84 +222,6 @@ class PrometheusSink implements PrometheusMetrics {
       if ((registry.getSingleMetric(name) as object | undefined) === metric) {
         registry.removeSingleMetric(name);
       }
-    }
-  }
-}
-
-interface HistogramValue {
-  labels: Record<string, string | number>;
-  value: number;
-  metricName: string;
-}
-
-/**
- * `decision_duration_seconds` as a prom-client metric object (the `get()` contract that
- * `Registry` reads, as prom-client's own `Histogram` implements it), rendered from the
- * tally's buckets at scrape time: prom-client's `Histogram.observe` costs about 0.3 µs a
- * call, a few % of a decision.
- */
-class DurationHistogram {
-  readonly type = 'histogram';
-  readonly aggregator = 'sum';
-  readonly labelNames = ['policy'];
-  /** What `reset()` saw, per policy: buckets…, sum, count; subtracted from what is shown. */
-  readonly #base = new Map<PolicyTally, Float64Array>();
-
-  constructor(
-    readonly name: string,
-    readonly help: string,
-    readonly tally: Tally,
-  ) {}
-
-  async get() {
-    const bounds = this.tally.bounds as readonly number[];
-    const values: HistogramValue[] = [];
-    for (const p of this.tally.policies.values()) {
-      const buckets = p.buckets as Float64Array;
-      const base = this.#base.get(p);
-      const count = p.count - (base?.[bounds.length + 2] ?? 0);
-      if (count === 0) continue;
-      let cumulative = 0;
-      for (let i = 0; i < bounds.length; i++) {
-        cumulative += (buckets[i] as number) - (base?.[i] ?? 0);
-        values.push({
-          labels: { le: bounds[i] as number, policy: p.policy },
-          value: cumulative,
-          metricName: `${this.name}_bucket`,
-        });
-      }
-      values.push(
-        {
-          labels: { le: '+Inf', policy: p.policy },
-          value: count,
-          metricName: `${this.name}_bucket`,
-        },
-        {
-          labels: { policy: p.policy },
-          value: p.sum - (base?.[bounds.length + 1] ?? 0),
-          metricName: `${this.name}_sum`,
-        },
-        { labels: { policy: p.policy }, value: count, metricName: `${this.name}_count` },
-      );
-    }
-    return {
-      name: this.name,
-      help: this.help,
-      type: this.type,
-      values,
-      aggregator: this.aggregator,
-    };
-  }
-
-  /** `registry.resetMetrics()`: shows counts from now on. */
-  reset(): void {
-    const bounds = this.tally.bounds as readonly number[];
-    for (const p of this.tally.policies.values()) {
-      const base = new Float64Array(bounds.length + 3);
-      base.set(p.buckets as Float64Array);
-      base[bounds.length + 1] = p.sum;
-      base[bounds.length + 2] = p.count;
-      this.#base.set(p, base);
     }
   }
 }

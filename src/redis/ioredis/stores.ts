@@ -146,8 +146,8 @@ export function checkIoRedisClient(client: unknown, field: string): void {
   }
   const nodeOptions = isCluster ? read(options, 'redisOptions') : options;
   // Without it, a command whose connection is lost is neither resent nor rejected: its
-  // promise never settles, and its in-flight slot is held for good (measured: 3 restarts
-  // of Redis under load filled maxInFlight, every later call an OverloadError).
+  // promise never settles, and its in-flight slot is held for good (a few restarts of Redis
+  // under load fill maxInFlight, and every later call is an OverloadError).
   if (read(nodeOptions, 'maxRetriesPerRequest') !== 0) {
     throw new InvalidInputError(
       field,
@@ -158,8 +158,7 @@ export function checkIoRedisClient(client: unknown, field: string): void {
     );
   }
   // A Cluster resends a command refused with "Connection is closed" after
-  // retryDelayOnFailover: one that may have run would run twice (measured: one take
-  // counted twice, 4 of 4 runs).
+  // retryDelayOnFailover: one that may have run would run twice (a take counted twice).
   if (isCluster && read(options, 'retryDelayOnFailover') !== 0) {
     throw new InvalidInputError(
       field,

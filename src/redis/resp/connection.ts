@@ -24,6 +24,8 @@ import { EventEmitter } from 'node:events';
 import net from 'node:net';
 import tls from 'node:tls';
 import { UnavailableError } from '../../errors.js';
+import { Fifo } from './fifo.js';
+import { handshake } from './handshake.js';
 import { encodeCommand, ReplyError, ReplyParser } from './parser.js';
 
 /** Options of a {@link RespConnection}. */
@@ -54,43 +56,6 @@ export interface RespConnectionOptions {
 interface Waiter {
   resolve(reply: unknown): void;
   reject(error: Error): void;
-}
-
-/** A first-in first-out queue that does not copy on every shift. */
-class Fifo<T> {
-  #items: (T | undefined)[] = [];
-  #head = 0;
-
-  get length(): number {
-    return this.#items.length - this.#head;
-  }
-
-  push(item: T): void {
-    this.#items.push(item);
-  }
-
-  shift(): T | undefined {
-    const items = this.#items;
-    if (this.#head >= items.length) return undefined;
-    const item = items[this.#head];
-    items[this.#head++] = undefined;
-    if (this.#head === items.length) {
-      items.length = 0;
-      this.#head = 0;
-    } else if (this.#head >= 1024 && this.#head * 2 >= items.length) {
-      this.#items = items.slice(this.#head);
-      this.#head = 0;
-    }
-    return item;
-  }
-
-  /** Empties the queue, returning what it held in order. */
-  drain(): T[] {
-    const rest = this.#items.slice(this.#head) as T[];
-    this.#items = [];
-    this.#head = 0;
-    return rest;
-  }
 }
 
 /** Why a call is refused at once, or a pending one rejected, as an `UnavailableError`. */
@@ -314,7 +279,10 @@ export class RespConnection extends EventEmitter {
         socket.off('timeout', onTimeout);
         if (this.#socket !== socket) return;
         this.emit('connect');
-        void this.#handshake(socket).then(
+        void handshake(this.#options, (args) => {
+          if (this.#socket !== socket) throw new Error('connection closed during the handshake');
+          return this.#send(socket, args);
+        }).then(
           () => {
             if (settled || this.#socket !== socket) return;
             settled = true;
@@ -329,37 +297,6 @@ export class RespConnection extends EventEmitter {
         );
       });
     });
-  }
-
-  /** AUTH, CLIENT SETNAME and SELECT, pipelined; rejects with the first refusal. */
-  async #handshake(socket: net.Socket): Promise<unknown> {
-    const { credentials, database, name } = this.#options;
-    const steps: Promise<unknown>[] = [];
-    if (credentials !== undefined) {
-      const { username, password } = await credentials();
-      if (this.#socket !== socket) throw new Error('connection closed during the handshake');
-      steps.push(
-        this.#send(
-          socket,
-          username === undefined ? ['AUTH', password] : ['AUTH', username, password],
-        ),
-      );
-    }
-    if (name !== undefined) {
-      // A user without CLIENT (NOPERM) or a server without it (renamed) still connects; any
-      // other refusal (say, "max number of clients reached") fails the attempt.
-      steps.push(
-        this.#send(socket, ['CLIENT', 'SETNAME', name]).catch((error: unknown) => {
-          if (!(error instanceof ReplyError && /^(NOPERM|ERR unknown)/.test(error.message))) {
-            throw error;
-          }
-        }),
-      );
-    }
-    if (database !== undefined && database !== 0) {
-      steps.push(this.#send(socket, ['SELECT', String(database)]));
-    }
-    return Promise.all(steps);
   }
 
   /**
