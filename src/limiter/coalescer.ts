@@ -24,6 +24,7 @@ import { callSafely } from '../call-safely.js';
 import { StoreError, UnavailableError } from '../errors.js';
 import { errorFromReply } from '../redis/reply-errors.js';
 import { RerouteError, type ScriptStore } from '../stores/store.js';
+import { NodeWatch, SentCall } from './node-watch.js';
 
 /**
  * One request waiting to be sent: a take, a peek, a takeAll or a reset — its operation and
@@ -84,10 +85,20 @@ interface Group {
   callItems: number;
   /** In the list of groups to send at the end of this turn. */
   queued: boolean;
+  /** Its script calls in flight, and whether the node stopped answering. */
+  readonly watch: NodeWatch<BatchRequest>;
 }
 
 function newGroup(): Group {
-  return { requests: [], items: 0, work: 0, calls: 0, callItems: 0, queued: false };
+  return {
+    requests: [],
+    items: 0,
+    work: 0,
+    calls: 0,
+    callItems: 0,
+    queued: false,
+    watch: new NodeWatch(),
+  };
 }
 
 /**
@@ -132,22 +143,27 @@ export class Coalescer {
   };
 
   readonly #clock: () => number;
+  readonly #stallTimeoutMs: number;
 
   /**
    * @param maxBatchSize most items in one script call (a request is never split)
    * @param clock the clock of `sentAt` (ms), the one the denial cache uses
    * @param maxBatchWork most work units in one script call (a request is never split)
+   * @param stallTimeoutMs how long a script call may stay unanswered before it is abandoned
+   *   and its node counts as stalled (see `node-watch.ts`), in ms
    */
   constructor(
     store: ScriptStore,
     maxBatchSize: number,
     clock: () => number,
     maxBatchWork = MAX_BATCH_WORK,
+    stallTimeoutMs = Number.POSITIVE_INFINITY,
   ) {
     this.#store = store;
     this.#maxBatchSize = maxBatchSize;
     this.#maxBatchWork = maxBatchWork;
     this.#clock = clock;
+    this.#stallTimeoutMs = stallTimeoutMs;
     this.#groupOf =
       typeof store.groupOf === 'function' ? (key) => store.groupOf?.(key) ?? '' : undefined;
   }
@@ -167,10 +183,19 @@ export class Coalescer {
    * Queues a request in its node's next batch. The batch goes when it holds its share of the
    * node's load (see {@link PIPELINE_DEPTH}), when it reaches `maxBatchSize` or the work
    * bound, or at the end of the current turn (a microtask), whichever comes first; a request
-   * that would take it past either bound goes in the next batch.
+   * that would take it past either bound goes in the next batch. To a stalled node, a request
+   * goes alone as its probe, or fails at once while a probe is in flight.
+   *
+   * @param now `performance.now()`, for the stall check
    */
-  add(request: BatchRequest): void {
+  add(request: BatchRequest, now: number = performance.now()): void {
     const group = this.#group(request);
+    this.#abandonOverdue(group, now);
+    if (group.watch.stalled) {
+      if (group.watch.probe !== undefined) request.fail(this.#stalled());
+      else this.#send(group, [request], request.size, true);
+      return;
+    }
     if (
       group.items > 0 &&
       (group.items + request.size > this.#maxBatchSize ||
@@ -217,16 +242,67 @@ export class Coalescer {
     group.requests = [];
     group.items = 0;
     group.work = 0;
-    this.#send(group, requests, items);
+    // Queued before their node stalled: they go as its probe, or fail with the others.
+    const { stalled, probe } = group.watch;
+    if (stalled && probe !== undefined) {
+      const error = this.#stalled();
+      for (const request of requests) request.fail(error);
+      return;
+    }
+    this.#send(group, requests, items, stalled);
   }
 
-  /** One script call for `requests`: a lone take as its algorithm's script, else a batch. */
-  #send(group: Group, requests: BatchRequest[], items: number): void {
+  /**
+   * Abandons every script call in flight longer than `stallTimeoutMs`, on every node: their
+   * callers fail (if their deadline has not passed yet) and their in-flight slots are freed.
+   */
+  reap(now: number): void {
+    this.#abandonOverdue(this.#single, now);
+    for (const group of this.#groups.values()) this.#abandonOverdue(group, now);
+  }
+
+  /** How long the oldest script call in flight has waited, in ms (0 when none). */
+  oldestWaitMs(now: number): number {
+    let oldest = this.#single.watch.oldestSentAt() ?? now;
+    for (const group of this.#groups.values()) {
+      oldest = Math.min(oldest, group.watch.oldestSentAt() ?? now);
+    }
+    return now - oldest;
+  }
+
+  #abandonOverdue(group: Group, now: number): void {
+    const overdue = group.watch.overdue(now - this.#stallTimeoutMs);
+    if (overdue.length === 0) return;
+    const error = this.#stalled();
+    for (const call of overdue) {
+      group.calls--;
+      group.callItems -= call.items;
+      for (const request of call.requests) request.fail(error);
+    }
+  }
+
+  #stalled(): UnavailableError {
+    return new UnavailableError(
+      `Redis stalled: a script call got no answer within ${this.#stallTimeoutMs} ms; calls fail at once until Redis answers again`,
+    );
+  }
+
+  /**
+   * One script call for `requests`: a lone take as its algorithm's script, else a batch.
+   * `probe`: the call that tests a stalled node.
+   */
+  #send(group: Group, requests: BatchRequest[], items: number, probe = false): void {
     group.calls++;
     group.callItems += items;
-    const answered = () => {
+    const call = new SentCall(requests, items, performance.now());
+    group.watch.track(call);
+    if (probe) group.watch.probe = call;
+    /** The node answered: false when the call was abandoned (its requests failed already). */
+    const answered = (): boolean => {
+      if (!group.watch.answered(call)) return false;
       group.calls--;
       group.callItems -= items;
+      return true;
     };
     const sentAt = this.#clock();
     const lone = requests.length === 1 ? (requests[0] as BatchRequest) : undefined;
@@ -234,13 +310,12 @@ export class Coalescer {
       const script = lone.script;
       run(this.#store, script, [lone.key], lone.args).then(
         (reply) => {
-          answered();
+          if (!answered()) return;
           if (isItemReply(reply)) lone.done(reply, 0, sentAt);
           else lone.fail(new StoreError(`ERR unexpected reply from ${script.name}`));
         },
         (error: unknown) => {
-          answered();
-          lone.fail(error);
+          if (answered()) lone.fail(error);
         },
       );
       return;
@@ -250,13 +325,13 @@ export class Coalescer {
     for (const request of requests) writeRequest(keys, argv, request);
     run(this.#store, batchScript, keys, argv).then(
       (replies) => {
-        answered();
+        if (!answered()) return;
         deliver(requests, keys.length, replies, sentAt, (request) =>
           this.#send(this.#group(request), [request], request.size),
         );
       },
       (error: unknown) => {
-        answered();
+        if (!answered()) return;
         if (error instanceof RerouteError) {
           // Nothing of it ran: each request again, alone (one slot each, routed as such).
           if (requests.length > 1) {

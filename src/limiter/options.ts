@@ -40,11 +40,23 @@ export interface RateLimiterOptions {
   readonly timeoutMs?: number;
   /**
    * Most calls in flight at once; a call over the cap rejects at once with
-   * `OverloadError`. A call stays in flight until Redis answers or the connection fails,
+   * `OverloadError` — or with `UnavailableError` when the calls in flight are waiting on a
+   * Redis that stopped answering (the oldest has waited longer than `timeoutMs`). A call
+   * stays in flight until Redis answers, the connection fails, or `stallTimeoutMs` passes,
    * even after its deadline, so the cap also bounds work stuck in the client. A positive
    * safe integer. Default 1000.
    */
   readonly maxInFlight?: number;
+  /**
+   * How long a script call may stay unanswered, in ms, before the limiter gives up on it: its
+   * callers whose deadline has not passed get an `UnavailableError`, its `maxInFlight` slots
+   * are freed, and its node (the one server, or a cluster node) counts as stalled — until
+   * the node answers again, one call at a time is sent to it as a probe and every other
+   * call fails at once with an `UnavailableError`, so nothing piles up in the client while a
+   * connection answers nothing. No call holds a slot for longer. An integer from
+   * `timeoutMs` to 2,147,483,647. Default: 2000, or `timeoutMs` when that is longer.
+   */
+  readonly stallTimeoutMs?: number;
   /**
    * Most items coalesced into one script call: calls issued in the same event-loop turn
    * are sent together, in batches of a share of what is in flight (see `coalescer.ts`).
@@ -92,6 +104,7 @@ export interface LimiterSettings {
   readonly timeoutMs: number;
   readonly maxInFlight: number;
   readonly maxBatchSize: number;
+  readonly stallTimeoutMs: number;
   /** The denial cache's bound; undefined when it is off. */
   readonly denialCacheEntries: number | undefined;
   /** The store's clock (ms): what times the denial cache and batches. */
@@ -110,6 +123,7 @@ const OPTION_NAMES = [
   'timeoutMs',
   'maxInFlight',
   'maxBatchSize',
+  'stallTimeoutMs',
   'denialCache',
   'metrics',
   'onDecision',
@@ -150,6 +164,19 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     128,
     MAX_BATCH_SIZE,
   );
+  const stallTimeoutMs = read('stallTimeoutMs') ?? Math.max(2000, timeoutMs);
+  if (
+    typeof stallTimeoutMs !== 'number' ||
+    !Number.isSafeInteger(stallTimeoutMs) ||
+    stallTimeoutMs < timeoutMs ||
+    stallTimeoutMs > MAX_TIMER_MS
+  ) {
+    throw new InvalidInputError(
+      'options.stallTimeoutMs',
+      `an integer from timeoutMs (${timeoutMs}) to ${MAX_TIMER_MS}`,
+      stallTimeoutMs,
+    );
+  }
   const denialCacheEntries = readDenialCache(read('denialCache'));
   const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
   const metrics = readMetrics(read('metrics'));
@@ -165,6 +192,7 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     timeoutMs,
     maxInFlight,
     maxBatchSize,
+    stallTimeoutMs,
     denialCacheEntries,
     clock,
     metrics,

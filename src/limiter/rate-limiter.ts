@@ -16,7 +16,7 @@
  * scope once, and creates no timer.
  */
 import { performance } from 'node:perf_hooks';
-import { OverloadError } from '../errors.js';
+import { OverloadError, UnavailableError } from '../errors.js';
 import { resetEpochKey } from '../key.js';
 import { observerFailed } from '../observer.js';
 import { checkServer } from '../redis/server-checks.js';
@@ -41,6 +41,7 @@ import { readRequestId, requestIdIfValid, type Target, TargetMaker } from './tar
 
 export class RateLimiter {
   readonly #maxInFlight: number;
+  readonly #timeoutMs: number;
   readonly #stats: LimiterStats = newStats();
   readonly #targets: TargetMaker;
   readonly #denials: LocalDenials;
@@ -58,6 +59,7 @@ export class RateLimiter {
     const settings = readOptions(options);
     const { store, metrics, onDecision, timeoutMs } = settings;
     this.#maxInFlight = settings.maxInFlight;
+    this.#timeoutMs = timeoutMs;
     this.#denials = new LocalDenials(
       store,
       resetEpochKey(settings.namespace),
@@ -67,7 +69,13 @@ export class RateLimiter {
     );
     this.#targets = new TargetMaker(settings.namespace, this.#denials.enabled);
     this.#deadlines = new DeadlineQueue(timeoutMs);
-    this.#coalescer = new Coalescer(store, settings.maxBatchSize, settings.clock);
+    this.#coalescer = new Coalescer(
+      store,
+      settings.maxBatchSize,
+      settings.clock,
+      undefined,
+      settings.stallTimeoutMs,
+    );
     this.#reporter =
       metrics === undefined && onDecision === undefined
         ? undefined
@@ -246,10 +254,9 @@ export class RateLimiter {
     const stats = this.#stats;
     const now = performance.now();
     if (stats.inFlight >= this.#maxInFlight) {
-      stats.overload++;
-      const error = new OverloadError(this.#maxInFlight);
-      if (meta !== undefined) this.#reporter?.report(meta, 'overload', false, undefined, error);
-      return Promise.reject(error);
+      // Calls stuck on a Redis that stopped answering free their slots after stallTimeoutMs.
+      this.#coalescer.reap(now);
+      if (stats.inFlight >= this.#maxInFlight) return this.#full(now, meta);
     }
     stats.inFlight++;
     this.#denials.start();
@@ -257,8 +264,29 @@ export class RateLimiter {
       const call = make(resolve, reject);
       call.meta = meta;
       this.#deadlines.track(call, now);
-      this.#coalescer.add(call);
+      this.#coalescer.add(call, now);
     });
+  }
+
+  /**
+   * The in-flight cap is reached: this process has too much in flight (`OverloadError`), or
+   * Redis stopped answering what it has (the oldest call waited past its deadline:
+   * `UnavailableError`, never an overload).
+   */
+  #full<T>(now: number, meta: CallMeta | undefined): Promise<T> {
+    const waitedMs = this.#coalescer.oldestWaitMs(now);
+    if (waitedMs > this.#timeoutMs) {
+      this.#stats.unavailable++;
+      const error = new UnavailableError(
+        `Redis unavailable: ${this.#maxInFlight} calls in flight, the oldest unanswered for ${Math.round(waitedMs)} ms`,
+      );
+      if (meta !== undefined) this.#reporter?.report(meta, 'unavailable', false, undefined, error);
+      return Promise.reject(error);
+    }
+    this.#stats.overload++;
+    const error = new OverloadError(this.#maxInFlight);
+    if (meta !== undefined) this.#reporter?.report(meta, 'overload', false, undefined, error);
+    return Promise.reject(error);
   }
 
   /** A refused takeAll answered from the cache, when any of its items is held there. */

@@ -1,0 +1,128 @@
+/**
+ * A connection that answers nothing (a black hole between the process and Redis), for every
+ * kind of client: no call holds an in-flight slot longer than `stallTimeoutMs`, callers get
+ * `TimeoutError` or `UnavailableError` — never `OverloadError`, which means the process is
+ * over its own cap — calls fail at once while the node is stalled instead of piling up in
+ * the client, and decisions resume once the path heals.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { fixedWindow, isSluiceError, RateLimiter, type RateLimiterOptions } from 'sluice';
+import { IOREDIS_OPTIONS } from 'sluice/ioredis';
+import { connectRedis } from 'sluice/node-redis';
+import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
+import { randomTenant, useRedis } from '../helpers/redis.js';
+
+const redis = useRedis();
+const proxies: TcpProxy[] = [];
+const closers: (() => unknown)[] = [];
+after(async () => {
+  for (const close of closers) await Promise.resolve(close()).catch(() => {});
+  for (const proxy of proxies) await proxy.close();
+});
+
+const policy = fixedWindow({ limit: 1_000_000, windowMs: 60_000 });
+const TIMEOUT_MS = 100;
+const STALL_MS = 600;
+const MAX_IN_FLIGHT = 40;
+
+type Kind = 'node-redis client of your own' | 'ioredis' | 'connectRedis';
+
+/** A client of `kind` through a fresh proxy to the private Redis. */
+async function clientThrough(kind: Kind): Promise<{ proxy: TcpProxy; client: unknown }> {
+  const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+  proxies.push(proxy);
+  const url = `redis://127.0.0.1:${proxy.port}`;
+  if (kind === 'ioredis') {
+    const client = new Redis({ host: '127.0.0.1', port: proxy.port, ...IOREDIS_OPTIONS });
+    client.on('error', () => {});
+    closers.push(() => client.disconnect());
+    await new Promise((resolve) => client.once('ready', resolve));
+    return { proxy, client };
+  }
+  if (kind === 'connectRedis') {
+    // The watchdog off: the limiter's own stall handling is under test.
+    const client = await connectRedis({ url, stallTimeoutMs: 0, onError: () => {} });
+    closers.push(() => client.destroy());
+    return { proxy, client };
+  }
+  const client = createClient({ url, disableOfflineQueue: true });
+  client.on('error', () => {});
+  closers.push(() => client.destroy());
+  await client.connect();
+  return { proxy, client };
+}
+
+/** The outcome of one take: `allowed`/`limited`, or the error's code. */
+async function outcome(limiter: RateLimiter): Promise<{ outcome: string; ms: number }> {
+  const started = performance.now();
+  const result = await limiter.take({ tenant: randomTenant() }, policy).then(
+    (d) => (d.allowed ? 'allowed' : 'limited'),
+    (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
+  );
+  return { outcome: result, ms: performance.now() - started };
+}
+
+for (const kind of ['node-redis client of your own', 'ioredis', 'connectRedis'] as const) {
+  describe(`a connection that answers nothing: ${kind}`, () => {
+    it('never OverloadError, no slot held past stallTimeoutMs, calls fail at once while stalled, resume once healed', async () => {
+      const { proxy, client } = await clientThrough(kind);
+      const limiter = new RateLimiter({
+        client: client as RateLimiterOptions['client'],
+        timeoutMs: TIMEOUT_MS,
+        maxInFlight: MAX_IN_FLIGHT,
+        stallTimeoutMs: STALL_MS,
+        denialCache: false,
+      });
+      assert.equal((await outcome(limiter)).outcome, 'allowed');
+      proxy.mode = 'blackhole';
+      const started = performance.now();
+      const seen: { outcome: string; ms: number; at: number }[] = [];
+      let maxInFlight = 0;
+      // Many more calls than the cap, over three stall timeouts.
+      while (performance.now() - started < 3 * STALL_MS) {
+        const wave = Array.from({ length: 15 }, () =>
+          outcome(limiter).then((o) => seen.push({ ...o, at: performance.now() - started })),
+        );
+        maxInFlight = Math.max(maxInFlight, limiter.stats().inFlight);
+        await Promise.race([Promise.all(wave), sleep(50)]);
+      }
+      await sleep(TIMEOUT_MS * 2);
+      const codes = new Set(seen.map((o) => o.outcome));
+      assert.ok(!codes.has('SLUICE_OVERLOAD'), `no OverloadError: ${[...codes].join(', ')}`);
+      for (const code of codes) {
+        assert.ok(['SLUICE_TIMEOUT', 'SLUICE_UNAVAILABLE'].includes(code), `outcome ${code}`);
+      }
+      assert.ok(maxInFlight <= MAX_IN_FLIGHT, `in flight ${maxInFlight}`);
+      // Once stalled (after stallTimeoutMs), calls fail at once instead of waiting.
+      const late = seen.filter((o) => o.at > 1.5 * STALL_MS);
+      assert.ok(late.length > 50, `${late.length} late calls`);
+      const fast = late.filter((o) => o.outcome === 'SLUICE_UNAVAILABLE' && o.ms < TIMEOUT_MS / 2);
+      // All but the probes, one at a time (each waits out its deadline).
+      assert.ok(
+        fast.length >= 0.95 * late.length,
+        `${fast.length} of ${late.length} failed at once`,
+      );
+      // No slot is held by the calls given up on: at most the probe's.
+      await sleep(STALL_MS);
+      await outcome(limiter); // a call after the stall timeout reaps what is overdue
+      assert.ok(limiter.stats().inFlight <= 2, `still in flight: ${limiter.stats().inFlight}`);
+      // The path heals: decisions resume.
+      proxy.mode = 'pass';
+      const healed = performance.now();
+      let resumed: number | undefined;
+      while (performance.now() - healed < 10_000) {
+        if ((await outcome(limiter)).outcome === 'allowed') {
+          resumed = performance.now() - healed;
+          break;
+        }
+        await sleep(20);
+      }
+      assert.ok(resumed !== undefined, 'decisions resumed within 10 s of the path healing');
+      assert.equal((await outcome(limiter)).outcome, 'allowed');
+    });
+  });
+}
