@@ -49,7 +49,11 @@ const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
       {
         enableOfflineQueue: false,
         retryDelayOnFailover: 0,
-        redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+        redisOptions: {
+          autoResendUnfulfilledCommands: false,
+          maxRetriesPerRequest: 0,
+          socketTimeout: 3000,
+        },
         lazyConnect: true,
       },
     );

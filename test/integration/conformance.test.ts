@@ -18,6 +18,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
+import { IOREDIS_OPTIONS } from 'sluice/ioredis';
 import { resetEpochKey } from '../../src/key.js';
 import { EPOCH_TTL_MS } from '../../src/limiter/reset-epoch.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -58,9 +59,7 @@ async function ioredisClient(): Promise<RateLimiterOptions['client']> {
   const client = new Redis({
     host: '127.0.0.1',
     port: redis.server.port,
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 0,
+    ...IOREDIS_OPTIONS,
     lazyConnect: true,
   });
   client.on('error', () => {}); // the tests assert on the typed outcomes instead

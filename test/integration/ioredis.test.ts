@@ -19,7 +19,7 @@ import {
   StoreError,
   UnavailableError,
 } from 'sluice';
-import type { IoRedisClusterLike } from 'sluice/ioredis';
+import { IOREDIS_CLUSTER_OPTIONS, IOREDIS_OPTIONS, type IoRedisClusterLike } from 'sluice/ioredis';
 import { batchScript, crossSlotBatchScript } from '../../src/algorithms/batch.js';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { IoRedisClusterStore, IoRedisStore } from '../../src/redis/ioredis/stores.js';
@@ -44,9 +44,7 @@ async function ioredis(options: RedisOptions = {}): Promise<Redis> {
   const client = new Redis({
     host: '127.0.0.1',
     port: redis.server.port,
-    enableOfflineQueue: false,
-    autoResendUnfulfilledCommands: false,
-    maxRetriesPerRequest: 0,
+    ...IOREDIS_OPTIONS,
     lazyConnect: true,
     ...options,
   });
@@ -68,17 +66,10 @@ const reason = (promise: Promise<unknown>) =>
 
 describe('ioredis: recognised at construction', () => {
   it('a Redis is kind ioredis, a Cluster ioredis-cluster; each gets its store', () => {
-    const plain = new Redis({
-      lazyConnect: true,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-      maxRetriesPerRequest: 0,
-    });
+    const plain = new Redis({ lazyConnect: true, ...IOREDIS_OPTIONS });
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], {
       lazyConnect: true,
-      enableOfflineQueue: false,
-      retryDelayOnFailover: 0,
-      redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+      ...IOREDIS_CLUSTER_OPTIONS,
     });
     clients.push(plain, cluster);
     assert.equal(clientKind(plain), 'ioredis');
@@ -147,6 +138,25 @@ describe('ioredis: recognised at construction', () => {
           redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
         }),
         /retryDelayOnFailover: 0/,
+      ],
+      [
+        // A connection that stopped answering would keep its calls until the OS gives up.
+        new Redis({
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          autoResendUnfulfilledCommands: false,
+          maxRetriesPerRequest: 0,
+        }),
+        /socketTimeout of at least 100 ms/,
+      ],
+      [
+        new Cluster([{ host: '127.0.0.1', port: 1 }], {
+          lazyConnect: true,
+          enableOfflineQueue: false,
+          retryDelayOnFailover: 0,
+          redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+        }),
+        /redisOptions: \{ socketTimeout \} of at least 100 ms/,
       ],
     ];
     for (const [client, expected] of cases) {
@@ -413,7 +423,7 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
       options: {
         enableOfflineQueue: false,
         retryDelayOnFailover: 0,
-        redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+        redisOptions: IOREDIS_CLUSTER_OPTIONS.redisOptions,
       },
       slots,
       nodes: () => [primary as never],
@@ -438,7 +448,7 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
         enableOfflineQueue: false,
         keyPrefix: 'p:',
         retryDelayOnFailover: 0,
-        redisOptions: { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 },
+        redisOptions: IOREDIS_CLUSTER_OPTIONS.redisOptions,
       },
     });
     assert.equal(prefixed.groupOf('a'), '127.0.0.1:7002');

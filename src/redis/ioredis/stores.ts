@@ -61,13 +61,19 @@ export interface IoRedisClusterLike extends IoRedisLike {
 /**
  * The options an ioredis `Redis` must be created with to be given to a limiter: no offline
  * queue (commands fail at once while Redis is unreachable), no retry of a command whose
- * connection was lost, and no resend after a reconnect (a script that may have run is never
- * sent again). Spread them into the client's options.
+ * connection was lost, no resend after a reconnect (a script that may have run is never sent
+ * again), and a `socketTimeout` (ms): a connection with commands pending that receives
+ * nothing for that long is replaced, so a connection that stopped answering (a black hole, a
+ * load balancer that lost its state) does not hold its calls until the operating system
+ * gives up on it. Any `socketTimeout` from 100 ms is accepted; keep it above the longest
+ * reply you expect, and give sluice a client that runs no blocking commands (`BLPOP`…),
+ * which that timeout would cut. Spread them into the client's options.
  */
 export const IOREDIS_OPTIONS = Object.freeze({
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   autoResendUnfulfilledCommands: false,
+  socketTimeout: 3000,
 } as const);
 
 /**
@@ -78,7 +84,11 @@ export const IOREDIS_OPTIONS = Object.freeze({
 export const IOREDIS_CLUSTER_OPTIONS = Object.freeze({
   enableOfflineQueue: false,
   retryDelayOnFailover: 0,
-  redisOptions: Object.freeze({ maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false }),
+  redisOptions: Object.freeze({
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+    socketTimeout: 3000,
+  }),
 } as const);
 
 /** The last error reply ioredis gave up on after following redirections. */
@@ -174,6 +184,17 @@ export function checkIoRedisClient(client: unknown, field: string): void {
       isCluster
         ? 'an ioredis Cluster created with redisOptions: { autoResendUnfulfilledCommands: false }, so that a call whose connection dropped (it may have run) is never sent again'
         : 'an ioredis Redis created with autoResendUnfulfilledCommands: false, so that a call whose connection dropped (it may have run) is never sent again',
+      client,
+    );
+  } // Without it, a connection that stopped answering keeps its calls (and their replies never
+  // come) until the operating system gives up on the socket.
+  const socketTimeout = read(nodeOptions, 'socketTimeout');
+  if (typeof socketTimeout !== 'number' || !(socketTimeout >= 100)) {
+    throw new InvalidInputError(
+      field,
+      isCluster
+        ? 'an ioredis Cluster created with redisOptions: { socketTimeout } of at least 100 ms (IOREDIS_CLUSTER_OPTIONS from sluice/ioredis), so that a connection that stopped answering is replaced'
+        : 'an ioredis Redis created with socketTimeout of at least 100 ms (IOREDIS_OPTIONS from sluice/ioredis), so that a connection that stopped answering is replaced',
       client,
     );
   }
