@@ -77,3 +77,20 @@ export function optionalPositiveInteger(
 ): number {
   return value === undefined ? fallback : positiveSafeInteger(field, value, max);
 }
+
+/**
+ * {@link rejectUnknownKeys} for the hot path (a scope, a take's options): no array is
+ * allocated unless a key is unknown. `object` must be a non-null object.
+ */
+export function onlyKnownKeys(object: object, known: readonly string[], field: string): void {
+  try {
+    for (const key in object) {
+      if (!known.includes(key)) rejectUnknownKeys(object, known, field);
+    }
+  } catch (error) {
+    if (error instanceof InvalidInputError) throw error;
+    const invalid = new InvalidInputError(field, 'an object whose keys can be read', undefined);
+    (invalid as { cause?: unknown }).cause = error;
+    throw invalid;
+  }
+}

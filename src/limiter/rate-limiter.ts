@@ -37,7 +37,13 @@ import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
 import { type LimiterStats, newStats } from './stats.js';
-import { readRequestId, requestIdIfValid, type Target, TargetMaker } from './targets.js';
+import {
+  readRequestId,
+  readTakeAllOptions,
+  requestIdIfValid,
+  type Target,
+  TargetMaker,
+} from './targets.js';
 
 export class RateLimiter {
   readonly #maxInFlight: number;
@@ -144,7 +150,7 @@ export class RateLimiter {
     let requestId: string | undefined;
     try {
       targets = this.#targets.all(items);
-      requestId = readRequestId(options, 'options');
+      requestId = readTakeAllOptions(options);
     } catch (error) {
       return this.#invalid('takeAll', undefined, options, error);
     }

@@ -12,7 +12,7 @@ import { MAX_SCOPE_PART_LENGTH, MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import { InvalidInputError } from '../errors.js';
 import { scopeKey, tenantTag } from '../key.js';
 import type { Policy, Scope, TakeAllItem, TakeAllOptions, TakeOptions } from '../types.js';
-import { positiveSafeInteger, readProperty } from '../validate.js';
+import { onlyKnownKeys, positiveSafeInteger, readProperty } from '../validate.js';
 
 /** A validated scope: its parts as read once. */
 export interface ScopeParts {
@@ -26,6 +26,12 @@ export interface ScopeParts {
  * (a hash), so that the denial cache's memory stays small per entry whatever the ids hold.
  */
 const LOCAL_KEY_MAX_TEXT = 256;
+
+/** The keys of a scope, of a take's options and of a takeAll's items and options. */
+const SCOPE_KEYS: readonly string[] = ['tenant', 'route', 'user'];
+const TAKE_OPTION_KEYS: readonly string[] = ['cost', 'requestId'];
+const ITEM_KEYS: readonly string[] = ['scope', 'policy', 'cost'];
+const TAKE_ALL_OPTION_KEYS: readonly string[] = ['requestId'];
 
 /** One validated scope under one policy: what a call sends and caches. */
 export class Target implements WireItem {
@@ -106,7 +112,12 @@ export class TargetMaker {
     this.#cached = cached;
   }
 
-  /** Validates one scope, policy and cost (reading each field once) into a target. */
+  /**
+   * Validates one scope, policy and cost (reading each field once) into a target. A key of
+   * `scope` or of `options` not in its shape (`usr`, `Cost`) is an error, never ignored.
+   *
+   * @param optionKeys the keys `options` may have: a take's, or a takeAll item's
+   */
   one(
     scope: Scope,
     policy: Policy,
@@ -114,6 +125,7 @@ export class TargetMaker {
     scopeField: string,
     policyField: string,
     optionsField: string,
+    optionKeys: readonly string[] = TAKE_OPTION_KEYS,
   ): Target {
     if (!isPolicy(policy)) {
       throw new InvalidInputError(
@@ -121,6 +133,12 @@ export class TargetMaker {
         'a policy from a builder such as fixedWindow()',
         policy,
       );
+    }
+    if (options !== undefined) {
+      if (typeof options !== 'object' || options === null) {
+        throw new InvalidInputError(optionsField, 'an object such as { cost }', options);
+      }
+      onlyKnownKeys(options, optionKeys, optionsField);
     }
     const cost = takeCost(options, optionsField);
     const compiled = this.#compile(policy, policyField);
@@ -168,6 +186,7 @@ export class TargetMaker {
         `${field}.scope`,
         `${field}.policy`,
         field,
+        ITEM_KEYS,
       );
       if (tenant === undefined) {
         tenant = target.parts.tenant;
@@ -238,9 +257,24 @@ function takeCost(options: TakeOptions | undefined, field: string): number {
   return cost === undefined ? 1 : positiveSafeInteger(`${field}.cost`, cost);
 }
 
+/**
+ * Checks the options of a `takeAll` (only `requestId`) and reads its request id.
+ *
+ * @throws {InvalidInputError} an unknown key or a bad `requestId`
+ */
+export function readTakeAllOptions(options: TakeAllOptions | undefined): string | undefined {
+  if (options === undefined) return undefined;
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('options', 'an object such as { requestId }', options);
+  }
+  onlyKnownKeys(options, TAKE_ALL_OPTION_KEYS, 'options');
+  return readRequestId(options, 'options');
+}
+
 /** Reads each part of `scope` once and checks it; the values returned are the values checked. */
 function scopeParts(scope: unknown, field: string): ScopeParts {
   const tenant = readProperty(scope, 'tenant', field);
+  onlyKnownKeys(scope as object, SCOPE_KEYS, field);
   checkPart(field, 'tenant', tenant);
   const route = readProperty(scope, 'route', field);
   if (route !== undefined) checkPart(field, 'route', route);

@@ -15,7 +15,7 @@ import type { LuaScript } from '../algorithms/script.js';
 import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
 import { InvalidInputError, StoreError } from '../errors.js';
 import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
-import { optionalPositiveInteger, readProperty } from '../validate.js';
+import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
 import type { ScriptStore } from './store.js';
 
 /** Options of {@link MemoryStore}. */
@@ -55,6 +55,7 @@ export class MemoryStore implements ScriptStore {
   /** @throws {InvalidInputError} for a `clock` that is not a function or a bad `maxKeys`. */
   constructor(options: MemoryStoreOptions = {}) {
     const clock = readProperty(options, 'clock', 'options');
+    rejectUnknownKeys(options, ['clock', 'maxKeys'], 'options');
     if (clock !== undefined && typeof clock !== 'function') {
       throw new InvalidInputError('options.clock', 'a function returning ms', clock);
     }
