@@ -2,11 +2,12 @@
  * The last step of every call: its outcome. An answer is decoded, remembered by the local
  * denial cache, counted, reported as decision events and handed to the caller — unless the
  * caller already got a `TimeoutError`, in which case only the cache and the in-flight count
- * learn from it. A failure is mapped to `StoreError` (Redis answered with an error) or
- * `UnavailableError` (anything else), counted and reported the same way.
+ * learn from it. A failure is a `StoreError` (Redis answered with an error), a
+ * `RedisConfigError` (Redis refused the connection's configuration: a password, a
+ * permission) or an `UnavailableError` (anything else), counted and reported the same way.
  */
 import { decodeDecision, REPLY_SLOTS } from '../algorithms/batch-wire.js';
-import { StoreError, TimeoutError, UnavailableError } from '../errors.js';
+import { RedisConfigError, StoreError, TimeoutError, UnavailableError } from '../errors.js';
 import type { Decision } from '../types.js';
 import type { Call, GroupCall, InFlight, ResetCall, Settler } from './calls.js';
 import type { DeadlineQueue } from './deadline.js';
@@ -91,13 +92,21 @@ export class Outcomes implements Settler {
     if (!counted) this.stats.inFlight--;
     if (!this.deadlines.settle(call)) return;
     const failure =
-      error instanceof StoreError || error instanceof UnavailableError
+      error instanceof StoreError ||
+      error instanceof UnavailableError ||
+      error instanceof RedisConfigError
         ? error
         : toUnavailable(error);
-    if (failure instanceof StoreError) this.stats.storeError++;
+    const outcome =
+      failure instanceof StoreError
+        ? 'store_error'
+        : failure instanceof RedisConfigError
+          ? 'config_error'
+          : 'unavailable';
+    if (outcome === 'store_error') this.stats.storeError++;
+    else if (outcome === 'config_error') this.stats.configError++;
     else this.stats.unavailable++;
     if (call.meta !== undefined) {
-      const outcome = failure instanceof StoreError ? 'store_error' : 'unavailable';
       this.reporter?.report(call.meta, outcome, false, undefined, failure);
     }
     call.reject(failure);

@@ -19,6 +19,12 @@ export interface LimiterStats {
   overload: number;
   /** Calls that Redis answered with an error reply. */
   storeError: number;
+  /**
+   * Calls refused because Redis refused the configuration — a wrong or missing password, an
+   * ACL user without permission — on a running connection too: a mistake to fix, not an
+   * outage (`RedisConfigError`).
+   */
+  configError: number;
   /** Denials answered by the local denial cache (also counted in `limited`). */
   cachedDenials: number;
   /** `peek` calls answered (they admit and count nothing). */
@@ -41,6 +47,7 @@ export function newStats(): LimiterStats {
     unavailable: 0,
     overload: 0,
     storeError: 0,
+    configError: 0,
     cachedDenials: 0,
     peeks: 0,
     resets: 0,

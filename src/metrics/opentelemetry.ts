@@ -179,7 +179,7 @@ class OpenTelemetrySink implements Metrics {
     });
     const decisions = meter.createObservableCounter(names.decisions, {
       description:
-        'Decisions per policy by outcome (allowed, limited, invalid, timeout, unavailable, overload, store_error); cached denials count as limited.',
+        'Decisions per policy by outcome (allowed, limited, invalid, timeout, unavailable, overload, store_error, config_error); cached denials count as limited.',
       unit: '{decision}',
     });
     const cached = meter.createObservableCounter(names.cachedDenials, {

@@ -22,6 +22,7 @@ export const DECISION_OUTCOMES: readonly DecisionOutcome[] = Object.freeze([
   'unavailable',
   'overload',
   'store_error',
+  'config_error',
 ]);
 
 /**
@@ -74,6 +75,8 @@ function decisionIndex(outcome: string): number {
       return 5;
     case 'store_error':
       return 6;
+    case 'config_error':
+      return 7;
     default:
       return -1;
   }

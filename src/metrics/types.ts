@@ -12,7 +12,8 @@ import type { Decision } from '../types.js';
  * How one decision ended: `allowed`, `limited` (also from the local denial cache),
  * `invalid` (bad input, nothing sent), `timeout` (the deadline passed; quota may have been
  * spent), `unavailable` (Redis unreachable or not serving), `overload` (`maxInFlight`
- * reached, nothing sent), `store_error` (Redis answered with an error reply).
+ * reached, nothing sent), `store_error` (Redis answered with an error reply),
+ * `config_error` (Redis refused the configuration: a password, a permission).
  */
 export type DecisionOutcome =
   | 'allowed'
@@ -21,7 +22,8 @@ export type DecisionOutcome =
   | 'timeout'
   | 'unavailable'
   | 'overload'
-  | 'store_error';
+  | 'store_error'
+  | 'config_error';
 
 /**
  * One policy's decision in a `take` or `takeAll` (a `takeAll` of 3 gives 3 events, each with

@@ -2,6 +2,9 @@
  * One mapping of Redis error replies to sluice errors, for every client and for errors that
  * come back inside a batch's reply, so that a take gets the same error alone or batched.
  *
+ * - A refused configuration — `NOAUTH` (a password is required), `WRONGPASS`, `NOPERM` (the
+ *   ACL user may not run the script) — is a `RedisConfigError`, whenever it comes: no retry
+ *   helps, and it is never an outage.
  * - "Not now" replies — the server is loading, failing over, busy with a script, a replica
  *   (`READONLY`), a cluster that is down or mid-migration (`CLUSTERDOWN`, `TRYAGAIN`), a
  *   redirection a client did not follow (`MOVED`, `ASK`) — are `UnavailableError`s: no
@@ -10,7 +13,8 @@
  * - Every other reply (`WRONGTYPE`, `OOM`, `NOPERM`, a script error) is a `StoreError`
  *   whose `redisCode` is the reply's first word.
  */
-import { StoreError, UnavailableError } from '../errors.js';
+import { type RedisConfigError, StoreError, UnavailableError } from '../errors.js';
+import { setupError } from './setup-errors.js';
 
 /** Error replies that mean "not now" rather than a bad call. */
 const TRANSIENT_REPLIES =
@@ -23,8 +27,18 @@ const TRANSIENT_REPLIES =
  */
 const NOT_HERE = /non local key|while the cluster is down/;
 
+/** Replies that say the connection's configuration is refused. */
+const REFUSED_SETUP = /^(NOAUTH|WRONGPASS|NOPERM)\b/;
+
 /** The sluice error for a Redis error reply's text. */
-export function errorFromReply(message: string, cause?: unknown): StoreError | UnavailableError {
+export function errorFromReply(
+  message: string,
+  cause?: unknown,
+): StoreError | UnavailableError | RedisConfigError {
+  if (REFUSED_SETUP.test(message)) {
+    const refused = setupError(cause ?? new Error(message));
+    if (refused !== undefined) return refused;
+  }
   const options = cause === undefined ? undefined : { cause };
   return TRANSIENT_REPLIES.test(message) || NOT_HERE.test(message)
     ? new UnavailableError(`Redis is not serving: ${message}`, options)

@@ -108,7 +108,8 @@ describe('decision events', () => {
     const limiter = new RateLimiter({
       store: never,
       maxInFlight: 1,
-      timeoutMs: 60_000,
+      // Short: the call left in flight holds the process open until its deadline.
+      timeoutMs: 100,
       onDecision: (event) => events.push(event),
     });
     await assert.rejects(

@@ -4,9 +4,10 @@
  */
 import { Socket } from 'node:net';
 import { createClient } from 'redis';
-import { RedisConfigError } from '../../errors.js';
+import { RedisConfigError, UnavailableError } from '../../errors.js';
 import type { RedisEvent } from '../../metrics/types.js';
 import { observe } from '../../observer.js';
+import type { ScriptStore } from '../../stores/store.js';
 import { RespConnection } from '../resp/connection.js';
 import { setupError } from '../setup-errors.js';
 import { type NodeRedisClient, RedisConnection } from './connection.js';
@@ -78,24 +79,34 @@ export async function connectRedis(given?: ConnectRedisOptions): Promise<RedisCo
   // `connectRedis` carries the error.
   const warn = throttledWarning();
   const onError = options.onError ?? ((error: Error) => connected && warn(error));
+  /** The last reconnect refused for its configuration (a rotated password), until ready. */
+  let refused: RedisConfigError | undefined;
   const report = (error: Error, event: RedisEvent = 'connection_error') => {
+    refused = setupError(error) ?? refused;
     count(event);
     observe('onError', () => onError(error));
   };
   let scripts: RespConnection | undefined;
+  const ready = () => {
+    if (client.isReady && (scripts?.isReady ?? true)) refused = undefined;
+  };
   client.on('error', (error: Error) => report(error));
   client.on('ready', () => {
     connected = true;
+    ready();
     // The server answers again: the script connection need not wait out its backoff.
     scripts?.retryNow();
   });
   if (options.fastPath !== false) {
     scripts = new RespConnection(scriptConnectionOptions(endpoint, reconnectStrategy));
     scripts.on('error', (error: Error) => report(error));
+    scripts.on('ready', ready);
   }
   await start(client, scripts, endpoint, stallTimeoutMs);
-  const store =
-    scripts === undefined ? new NodeRedisStore(client) : new ScriptConnectionStore(client, scripts);
+  const store = refusalAware(
+    scripts === undefined ? new NodeRedisStore(client) : new ScriptConnectionStore(client, scripts),
+    () => refused,
+  );
   return new RedisConnection(client, scripts, store, {
     stallTimeoutMs,
     reconnect,
@@ -158,6 +169,25 @@ async function start(
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * `store`, whose "not connected" failures are the configuration refusal that keeps it from
+ * connecting, while there is one: after a password was rotated on the server, every call is
+ * a `RedisConfigError` (`wrong-password`), not an outage.
+ */
+function refusalAware(
+  store: ScriptStore,
+  refused: () => RedisConfigError | undefined,
+): ScriptStore {
+  return {
+    evalScript: (script, keys, args) =>
+      store.evalScript(script, keys, args).catch((error: unknown) => {
+        const refusal = error instanceof UnavailableError ? refused() : undefined;
+        throw refusal ?? error;
+      }),
+    serverFacts: () => store.serverFacts?.() ?? Promise.resolve([]),
+  };
 }
 
 /** Whether a plain-text `PING` to the endpoint gets a Redis answer (≤ 500 ms). */
