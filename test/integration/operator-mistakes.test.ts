@@ -1,0 +1,237 @@
+/**
+ * What operators and typos do to a running limiter: a password rotated on the server, an
+ * ACL permission withdrawn, a reconnect hook that throws, rotating credentials, a Unix
+ * socket. A configuration mistake is a `RedisConfigError` whenever it happens — counted apart
+ * from outages — and a throwing hook is a warning, never a stopped reconnect.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import {
+  fixedWindow,
+  isSluiceError,
+  RateLimiter,
+  type RateLimiterOptions,
+  RedisConfigError,
+} from 'sluice';
+import { IOREDIS_OPTIONS } from 'sluice/ioredis';
+import { connectRedis, type RedisConnection } from 'sluice/node-redis';
+import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { randomTenant } from '../helpers/redis.js';
+
+const servers: PrivateRedis[] = [];
+const closers: (() => unknown)[] = [];
+const dir = mkdtempSync(join(tmpdir(), 'sluice-mistakes-'));
+after(async () => {
+  for (const close of closers) await Promise.resolve(close()).catch(() => {});
+  for (const server of servers) await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const policy = fixedWindow({ limit: 1_000_000, windowMs: 60_000 });
+
+async function server(args: string[] = []): Promise<PrivateRedis> {
+  const s = await startRedisServer(args);
+  servers.push(s);
+  return s;
+}
+
+async function admin(url: string, password?: string): Promise<RedisConnection> {
+  const c = await connectRedis({
+    url,
+    fastPath: false,
+    stallTimeoutMs: 0,
+    reconnect: true,
+    onError: () => {},
+    ...(password === undefined ? {} : { password }),
+  });
+  closers.push(() => c.destroy());
+  return c;
+}
+
+/** `allowed`, or the error's code and, for a RedisConfigError, its reason. */
+async function outcome(limiter: RateLimiter): Promise<string> {
+  return limiter.take({ tenant: randomTenant() }, policy).then(
+    (d) => (d.allowed ? 'allowed' : 'limited'),
+    (error: unknown) =>
+      error instanceof RedisConfigError
+        ? `config:${error.reason}`
+        : isSluiceError(error)
+          ? error.code
+          : `untyped: ${String(error)}`,
+  );
+}
+
+/** Takes until one gives `expected` (or 10 s pass); resolves every outcome seen. */
+async function until(limiter: RateLimiter, expected: string): Promise<string[]> {
+  const seen: string[] = [];
+  const started = performance.now();
+  while (performance.now() - started < 10_000) {
+    const o = await outcome(limiter);
+    seen.push(o);
+    if (o === expected) return seen;
+    await sleep(25);
+  }
+  assert.fail(`no ${expected} within 10 s: ${[...new Set(seen)].join(', ')}`);
+}
+
+describe('a password rotated on the server after start', () => {
+  it('connectRedis: every call is RedisConfigError wrong-password (never UnavailableError for long), counted apart; fixed, it decides again', async () => {
+    const s = await server(['--requirepass', 'old']);
+    const root = await admin(s.url, 'old');
+    const errors: Error[] = [];
+    const redis = await connectRedis({
+      url: s.url,
+      password: 'old',
+      onError: (error) => errors.push(error),
+    });
+    closers.push(() => redis.destroy());
+    const limiter = new RateLimiter({ client: redis, timeoutMs: 500 });
+    assert.equal(await outcome(limiter), 'allowed');
+    await root.client.sendCommand(['CONFIG', 'SET', 'requirepass', 'new']);
+    await root.client.sendCommand(['AUTH', 'new']);
+    await root.client.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+    const seen = await until(limiter, 'config:wrong-password');
+    // Between the kill and the first refused reconnect, calls may find no connection.
+    assert.ok(
+      seen.every((o) => ['SLUICE_UNAVAILABLE', 'config:wrong-password'].includes(o)),
+      seen.join(),
+    );
+    assert.equal(await outcome(limiter), 'config:wrong-password');
+    assert.ok(limiter.stats().configError >= 2);
+    assert.ok(
+      errors.some((e) => /WRONGPASS/.test(e.message)),
+      'onError heard the refusal',
+    );
+    await root.client.sendCommand(['CONFIG', 'SET', 'requirepass', 'old']);
+    await until(limiter, 'allowed');
+  });
+});
+
+describe('a permission withdrawn from the ACL user of a running connection', () => {
+  for (const kind of ['connectRedis', 'node-redis client of your own', 'ioredis'] as const) {
+    it(`${kind}: NOPERM is RedisConfigError no-permission, alone and batched`, async () => {
+      const s = await server();
+      const root = await admin(s.url);
+      await root.client.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>pw', '~*', '+@all']);
+      let client: unknown;
+      if (kind === 'connectRedis') {
+        const c = await connectRedis({
+          url: s.url,
+          username: 'app',
+          password: 'pw',
+          onError: () => {},
+        });
+        closers.push(() => c.destroy());
+        client = c;
+      } else if (kind === 'ioredis') {
+        const c = new Redis({ port: s.port, username: 'app', password: 'pw', ...IOREDIS_OPTIONS });
+        c.on('error', () => {});
+        closers.push(() => c.disconnect());
+        await new Promise((resolve) => c.once('ready', resolve));
+        client = c;
+      } else {
+        const c = createClient({
+          url: s.url,
+          username: 'app',
+          password: 'pw',
+          disableOfflineQueue: true,
+        });
+        c.on('error', () => {});
+        closers.push(() => c.destroy());
+        await c.connect();
+        client = c;
+      }
+      const limiter = new RateLimiter({ client: client as RateLimiterOptions['client'] });
+      assert.equal(await outcome(limiter), 'allowed');
+      await root.client.sendCommand(['ACL', 'SETUSER', 'app', '-@all']);
+      assert.equal(await outcome(limiter), 'config:no-permission', 'alone');
+      const batched = await Promise.all(Array.from({ length: 8 }, () => outcome(limiter)));
+      assert.deepEqual([...new Set(batched)], ['config:no-permission'], 'batched');
+      assert.equal(limiter.stats().unavailable, 0);
+      assert.equal(limiter.stats().storeError, 0);
+    });
+  }
+});
+
+describe('hooks a connection calls', () => {
+  it('an onReconnect that throws is a warning: the connection reconnects and decisions resume', async () => {
+    const s = await server();
+    const root = await admin(s.url);
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.message);
+    process.on('warning', onWarning);
+    try {
+      let calls = 0;
+      const redis = await connectRedis({
+        url: s.url,
+        onError: () => {},
+        onReconnect: () => {
+          calls++;
+          throw new Error('reconnect hook bug');
+        },
+      });
+      closers.push(() => redis.destroy());
+      const limiter = new RateLimiter({ client: redis });
+      assert.equal(await outcome(limiter), 'allowed');
+      await root.client.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+      await until(limiter, 'allowed');
+      await sleep(50);
+      assert.ok(calls >= 1, 'the hook was called');
+      assert.ok(redis.isReady);
+      assert.ok(
+        warnings.some((w) => w.includes('reconnect hook bug')),
+        warnings.join('\n'),
+      );
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
+  it('credentials as a function: asked for on every handshake, so a rotated password is picked up on reconnect', async () => {
+    const s = await server(['--requirepass', 'one']);
+    const root = await admin(s.url, 'one');
+    let password = 'one';
+    let asked = 0;
+    const redis = await connectRedis({
+      url: s.url,
+      onError: () => {},
+      credentials: () => {
+        asked++;
+        return { password };
+      },
+    });
+    closers.push(() => redis.destroy());
+    assert.equal(asked, 2, 'once per connection (node-redis and the script connection)');
+    const limiter = new RateLimiter({ client: redis });
+    assert.equal(await outcome(limiter), 'allowed');
+    password = 'two';
+    await root.client.sendCommand(['CONFIG', 'SET', 'requirepass', 'two']);
+    await root.client.sendCommand(['AUTH', 'two']);
+    await root.client.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+    await until(limiter, 'allowed');
+    assert.ok(asked >= 4);
+  });
+});
+
+describe('connectRedis over a Unix socket', () => {
+  it('unix:///path: both connections use the socket', async () => {
+    const socket = join(dir, 'redis.sock');
+    const s = await server(['--unixsocket', socket, '--unixsocketperm', '700']);
+    const redis = await connectRedis({ url: `unix://${socket}`, onError: () => {} });
+    closers.push(() => redis.destroy());
+    const limiter = new RateLimiter({ client: redis });
+    assert.equal(await outcome(limiter), 'allowed');
+    const root = await admin(s.url);
+    const clients = String(await root.client.sendCommand(['CLIENT', 'LIST']));
+    const overSocket = clients
+      .split('\n')
+      .filter((line) => /addr=\/|addr=unix|laddr=.*sock/.test(line) || /flags=U/.test(line));
+    assert.ok(overSocket.length >= 2, `two connections over the socket:\n${clients}`);
+  });
+});
