@@ -13,6 +13,7 @@
  * ```
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { observe } from '../observer.js';
 import type { HttpResponseSpec } from './core.js';
 import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
 
@@ -69,11 +70,8 @@ export function withRateLimit(
     guard(req, res)
       .then((admitted) => (admitted ? handler(req, res) : undefined))
       .catch((error: unknown) => {
-        try {
-          onError?.(error);
-        } catch {
-          // The 500 below is the answer either way.
-        }
+        // Reported if it throws; the 500 below is the answer either way.
+        if (onError !== undefined) observe('withRateLimit onError', () => onError(error));
         if (res.headersSent) {
           // Too late for a status: end the exchange rather than leave the client hanging.
           if (!res.writableEnded) res.destroy();
