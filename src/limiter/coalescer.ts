@@ -23,7 +23,7 @@ import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { StoreError, UnavailableError } from '../errors.js';
 import { errorFromReply } from '../redis/reply-errors.js';
-import { RerouteError, type ScriptStore } from '../stores/store.js';
+import { type ReplicaAcks, RerouteError, type ScriptStore } from '../stores/store.js';
 import { NodeWatch, SentCall } from './node-watch.js';
 
 /**
@@ -64,9 +64,13 @@ function run(
   script: LuaScript,
   keys: string[],
   args: readonly string[],
+  acks: ReplicaAcks | undefined,
 ): Promise<unknown> {
   return callSafely(
-    () => store.evalScript(script, keys, args),
+    () =>
+      acks === undefined
+        ? store.evalScript(script, keys, args)
+        : store.evalScript(script, keys, args, acks),
     () =>
       new UnavailableError(
         'the store returned no promise: is the client a node-redis v6 client (not .legacy())?',
@@ -144,6 +148,8 @@ export class Coalescer {
 
   readonly #clock: () => number;
   readonly #stallTimeoutMs: number;
+  /** What every script call that may write waits for (see `ReplicaAcks`), if anything. */
+  readonly #acks: ReplicaAcks | undefined;
 
   /**
    * @param maxBatchSize most items in one script call (a request is never split)
@@ -151,6 +157,7 @@ export class Coalescer {
    * @param maxBatchWork most work units in one script call (a request is never split)
    * @param stallTimeoutMs how long a script call may stay unanswered before it is abandoned
    *   and its node counts as stalled (see `node-watch.ts`), in ms
+   * @param acks replicas to wait for after each script call that may write
    */
   constructor(
     store: ScriptStore,
@@ -158,7 +165,9 @@ export class Coalescer {
     clock: () => number,
     maxBatchWork = MAX_BATCH_WORK,
     stallTimeoutMs = Number.POSITIVE_INFINITY,
+    acks: ReplicaAcks | undefined = undefined,
   ) {
+    this.#acks = acks;
     this.#store = store;
     this.#maxBatchSize = maxBatchSize;
     this.#maxBatchWork = maxBatchWork;
@@ -308,7 +317,7 @@ export class Coalescer {
     const lone = requests.length === 1 ? (requests[0] as BatchRequest) : undefined;
     if (lone?.script !== undefined) {
       const script = lone.script;
-      run(this.#store, script, [lone.key], lone.args).then(
+      run(this.#store, script, [lone.key], lone.args, this.#acks).then(
         (reply) => {
           if (!answered()) return;
           if (isItemReply(reply)) lone.done(reply, 0, sentAt);
@@ -323,7 +332,9 @@ export class Coalescer {
     const keys: string[] = [];
     const argv: string[] = [];
     for (const request of requests) writeRequest(keys, argv, request);
-    run(this.#store, batchScript, keys, argv).then(
+    // Peeks write nothing: no replica to wait for.
+    const acks = requests.every((r) => r.op === 'p') ? undefined : this.#acks;
+    run(this.#store, batchScript, keys, argv, acks).then(
       (replies) => {
         if (!answered()) return;
         deliver(requests, keys.length, replies, sentAt, (request) =>

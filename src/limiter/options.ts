@@ -58,6 +58,17 @@ export interface RateLimiterOptions {
    */
   readonly stallTimeoutMs?: number;
   /**
+   * Give a decision only once this many replicas have received what it wrote: the store
+   * sends Redis `WAIT` right behind each script call, on its connection, and a call whose
+   * writes too few replicas acknowledge within `timeoutMs` fails with `UnavailableError`
+   * (it ran; nobody is told it was admitted). With a replica promoted by Sentinel or a
+   * Cluster failover — planned or not — a decision a caller was told of is then never
+   * forgotten, so a failover cannot over-admit. It costs a replication round trip per script
+   * call, and decisions stop while fewer replicas answer. An integer from 0 (off, the
+   * default) to 16; needs a Redis store (not `MemoryStore`). See docs/cluster-and-sentinel.md.
+   */
+  readonly waitForReplicas?: number;
+  /**
    * Most items coalesced into one script call: calls issued in the same event-loop turn
    * are sent together, in batches of a share of what is in flight (see `coalescer.ts`).
    * 1 sends every take alone. Whatever this says, a batch also holds at most about 0.5 ms
@@ -105,6 +116,8 @@ export interface LimiterSettings {
   readonly maxInFlight: number;
   readonly maxBatchSize: number;
   readonly stallTimeoutMs: number;
+  /** Replicas to wait for after each script call (0: none). */
+  readonly waitForReplicas: number;
   /** The denial cache's bound; undefined when it is off. */
   readonly denialCacheEntries: number | undefined;
   /** The store's clock (ms): what times the denial cache and batches. */
@@ -124,6 +137,7 @@ const OPTION_NAMES = [
   'maxInFlight',
   'maxBatchSize',
   'stallTimeoutMs',
+  'waitForReplicas',
   'denialCache',
   'metrics',
   'onDecision',
@@ -177,6 +191,26 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
       stallTimeoutMs,
     );
   }
+  const waitForReplicas = read('waitForReplicas') ?? 0;
+  if (
+    typeof waitForReplicas !== 'number' ||
+    !Number.isInteger(waitForReplicas) ||
+    waitForReplicas < 0 ||
+    waitForReplicas > 16
+  ) {
+    throw new InvalidInputError(
+      'options.waitForReplicas',
+      'an integer from 0 to 16',
+      waitForReplicas,
+    );
+  }
+  if (waitForReplicas > 0 && store.replicaAcks !== true) {
+    throw new InvalidInputError(
+      'options.waitForReplicas',
+      '0 with a store that cannot wait for replicas (such as MemoryStore)',
+      waitForReplicas,
+    );
+  }
   const denialCacheEntries = readDenialCache(read('denialCache'));
   const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
   const metrics = readMetrics(read('metrics'));
@@ -193,6 +227,7 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     maxInFlight,
     maxBatchSize,
     stallTimeoutMs,
+    waitForReplicas,
     denialCacheEntries,
     clock,
     metrics,

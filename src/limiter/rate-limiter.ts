@@ -81,6 +81,9 @@ export class RateLimiter {
       settings.clock,
       undefined,
       settings.stallTimeoutMs,
+      settings.waitForReplicas === 0
+        ? undefined
+        : { replicas: settings.waitForReplicas, timeoutMs: timeoutMs },
     );
     this.#reporter =
       metrics === undefined && onDecision === undefined

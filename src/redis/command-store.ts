@@ -8,7 +8,7 @@
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { UnavailableError } from '../errors.js';
-import type { ScriptStore, ServerFacts } from '../stores/store.js';
+import type { ReplicaAcks, ScriptStore, ServerFacts } from '../stores/store.js';
 import { factsFromInfo } from './server-checks.js';
 
 /** How a client adapter sends one command: `firstKey` routes it in a cluster. */
@@ -36,13 +36,17 @@ export abstract class CommandStore implements ScriptStore {
     this.#noPromise = noPromise;
   }
 
+  /** Every client's store can wait for replicas (see `ReplicaAcks`). */
+  readonly replicaAcks = true;
+
   evalScript(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
+    acks?: ReplicaAcks,
   ): Promise<unknown> {
     const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
-    return this.#run(script, command, keys[0]);
+    return this.#run(script, command, keys[0], acks);
   }
 
   /**
@@ -58,24 +62,51 @@ export abstract class CommandStore implements ScriptStore {
     args: readonly string[],
     routeKey: string,
     keyPrefix = '',
+    acks?: ReplicaAcks,
   ): Promise<unknown> {
     const command = ['EVALSHA', script.sha1, '0', String(keys.length)];
     for (const key of keys) command.push(keyPrefix + key);
     for (const arg of args) command.push(arg);
-    return this.#run(script, command, routeKey);
+    return this.#run(script, command, routeKey, acks);
   }
 
   /** Sends `command` (an EVALSHA of `script`); on NOSCRIPT, again as EVAL on the same node. */
-  #run(script: LuaScript, command: string[], routeKey: string | undefined): Promise<unknown> {
-    return this.send(command, routeKey).catch((error: unknown) => {
+  #run(
+    script: LuaScript,
+    command: string[],
+    routeKey: string | undefined,
+    acks: ReplicaAcks | undefined,
+  ): Promise<unknown> {
+    return this.#acknowledged(command, routeKey, acks).catch((error: unknown) => {
       if (!this.#errors.isNoScript(error)) throw this.#errors.toSluiceError(error);
       // The server lost its script cache: EVAL sends the source and caches it again, on the
       // same node (the same route key), still inside the caller's deadline.
       command[0] = 'EVAL';
       command[1] = script.source;
-      return this.send(command, routeKey).catch((retryError: unknown) => {
+      return this.#acknowledged(command, routeKey, acks).catch((retryError: unknown) => {
         throw this.#errors.toSluiceError(retryError);
       });
+    });
+  }
+
+  /**
+   * Sends `command`, and with `acks` a `WAIT` right behind it on the same connection (the
+   * route key picks the node, and a client keeps one connection per node): resolves with
+   * the command's reply once enough replicas have what it wrote.
+   */
+  #acknowledged(
+    command: string[],
+    routeKey: string | undefined,
+    acks: ReplicaAcks | undefined,
+  ): Promise<unknown> {
+    const reply = this.send(command, routeKey);
+    if (acks === undefined || acks.replicas === 0) return reply;
+    const wait = ['WAIT', String(acks.replicas), String(acks.timeoutMs)];
+    return Promise.all([reply, this.send(wait, routeKey)]).then(([result, acknowledged]) => {
+      if (Number(acknowledged) >= acks.replicas) return result;
+      throw new UnavailableError(
+        `Redis unavailable: ${String(acknowledged)} of ${acks.replicas} replica(s) acknowledged the decision within ${acks.timeoutMs} ms (waitForReplicas): it is not given`,
+      );
     });
   }
 

@@ -11,7 +11,17 @@ export interface ScriptStore {
    * server's script cache (EVALSHA) and reload the script transparently after a restart or
    * `SCRIPT FLUSH` (NOSCRIPT is never reported as a failure).
    */
-  evalScript(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown>;
+  evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    acks?: ReplicaAcks,
+  ): Promise<unknown>;
+  /**
+   * True when the store can wait for replicas after a script (Redis `WAIT`, see
+   * {@link ReplicaAcks}); a limiter given `waitForReplicas` requires it.
+   */
+  readonly replicaAcks?: boolean;
   /**
    * The clock this store decides with, in ms, when it is not Redis's (`MemoryStore` with an
    * injected clock). The limiter's local denial cache then follows it; by default the cache
@@ -30,6 +40,17 @@ export interface ScriptStore {
    * coalescer sends one batch per node. Absent: one batch for everything (one server).
    */
   groupOf?(key: string): string;
+}
+
+/**
+ * Acknowledge a script's reply only once `replicas` replicas have received what it wrote:
+ * the store sends Redis `WAIT replicas timeoutMs` right behind the script, on the same
+ * connection, and rejects with an `UnavailableError` when fewer acknowledge in time (the
+ * script ran; its decision is not given to anyone).
+ */
+export interface ReplicaAcks {
+  readonly replicas: number;
+  readonly timeoutMs: number;
 }
 
 /**

@@ -21,8 +21,8 @@ import calculateSlot from 'cluster-key-slot';
 import { batchScript, crossSlotBatchScript } from '../../algorithms/batch.js';
 import type { LuaScript } from '../../algorithms/script.js';
 import { callSafely } from '../../call-safely.js';
-import { InvalidInputError, UnavailableError } from '../../errors.js';
-import { RerouteError, type ServerFacts } from '../../stores/store.js';
+import { InvalidInputError, SluiceError, UnavailableError } from '../../errors.js';
+import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/store.js';
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { errorFromReply } from '../reply-errors.js';
@@ -108,6 +108,7 @@ function replyText(error: unknown): string | undefined {
 
 /** Maps an ioredis failure to a sluice error (see `reply-errors.ts`). */
 export function toSluiceError(error: unknown): Error {
+  if (error instanceof SluiceError) return error;
   const reply = replyText(error);
   if (reply !== undefined) return errorFromReply(reply, error);
   const message = error instanceof Error ? error.message : String(error);
@@ -281,17 +282,23 @@ export class IoRedisClusterStore extends IoRedisStore {
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
+    acks?: ReplicaAcks,
   ): Promise<unknown> {
     if (script !== batchScript || !spansSlots(keys, this.#prefix)) {
-      return super.evalScript(script, keys, args);
+      return super.evalScript(script, keys, args, acks);
     }
     // Several slots of one node: no declared keys (ioredis prefixes only declared keys, so
     // the prefix is added here), sent to the node of the first key (see batch.ts).
-    return this.evalRouted(crossSlotBatchScript, keys, args, keys[0] as string, this.#prefix).catch(
-      (error: unknown) => {
-        throw redirected(error) ? new RerouteError(error as Error) : error;
-      },
-    );
+    return this.evalRouted(
+      crossSlotBatchScript,
+      keys,
+      args,
+      keys[0] as string,
+      this.#prefix,
+      acks,
+    ).catch((error: unknown) => {
+      throw redirected(error) ? new RerouteError(error as Error) : error;
+    });
   }
 
   /**
@@ -299,7 +306,10 @@ export class IoRedisClusterStore extends IoRedisStore {
    * slot (ioredis would pick any node); every other command through the cluster client.
    */
   protected override send(command: string[], routeKey: string | undefined): Promise<unknown> {
-    if (routeKey === undefined || command[2] !== '0') return super.send(command, routeKey);
+    // A routed script (no declared keys) and the WAIT behind a script go to its node.
+    if (routeKey === undefined || (command[2] !== '0' && command[0] !== 'WAIT')) {
+      return super.send(command, routeKey);
+    }
     const address = this.groupOf(routeKey);
     let node: IoRedisLike | undefined;
     try {

@@ -181,8 +181,9 @@ function refusalAware(
   refused: () => RedisConfigError | undefined,
 ): ScriptStore {
   return {
-    evalScript: (script, keys, args) =>
-      store.evalScript(script, keys, args).catch((error: unknown) => {
+    replicaAcks: true,
+    evalScript: (script, keys, args, acks) =>
+      store.evalScript(script, keys, args, acks).catch((error: unknown) => {
         const refusal = error instanceof UnavailableError ? refused() : undefined;
         throw refusal ?? error;
       }),

@@ -30,7 +30,8 @@ export class ScriptConnectionStore extends CommandStore {
   constructor(client: NodeRedisClientLike, scripts: RespConnection) {
     super(
       (command) =>
-        command[0] === 'EVALSHA' || command[0] === 'EVAL'
+        // A WAIT behind a script goes on the script's connection: it waits for its writes.
+        command[0] === 'EVALSHA' || command[0] === 'EVAL' || command[0] === 'WAIT'
           ? scripts.call(command)
           : client.sendCommand(command),
       SCRIPT_CONNECTION_ERRORS,

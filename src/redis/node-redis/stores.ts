@@ -21,8 +21,8 @@
 import calculateSlot from 'cluster-key-slot';
 import { batchScript, crossSlotBatchScript } from '../../algorithms/batch.js';
 import type { LuaScript } from '../../algorithms/script.js';
-import { InvalidInputError, UnavailableError } from '../../errors.js';
-import { RerouteError, type ServerFacts } from '../../stores/store.js';
+import { InvalidInputError, SluiceError, UnavailableError } from '../../errors.js';
+import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/store.js';
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { errorFromReply } from '../reply-errors.js';
@@ -75,6 +75,7 @@ export function isErrorReply(error: unknown): error is Error {
 
 /** Maps a node-redis failure to a sluice error (see `reply-errors.ts`). */
 export function toSluiceError(error: unknown): Error {
+  if (error instanceof SluiceError) return error;
   if (isErrorReply(error)) return errorFromReply(error.message, error);
   const message = error instanceof Error ? error.message : String(error);
   return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
@@ -151,10 +152,12 @@ export class NodeRedisClusterStore extends CommandStore {
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
+    acks?: ReplicaAcks,
   ): Promise<unknown> {
-    if (script !== batchScript || !spansSlots(keys)) return super.evalScript(script, keys, args);
+    if (script !== batchScript || !spansSlots(keys))
+      return super.evalScript(script, keys, args, acks);
     // Several slots of one node: no declared keys, routed by the first key (see batch.ts).
-    return this.evalRouted(crossSlotBatchScript, keys, args, keys[0] as string).catch(
+    return this.evalRouted(crossSlotBatchScript, keys, args, keys[0] as string, '', acks).catch(
       (error: unknown) => {
         throw redirected(error) ? new RerouteError(error as Error) : error;
       },
