@@ -20,7 +20,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { type ExpressRequestLike, routeName } from './express-route.js';
-import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
+import type { GuardOptions, HttpOutcome } from './guard/types.js';
+import { createGuard } from './guard.js';
 import { send } from './node.js';
 
 export type { ExpressRequestLike } from './express-route.js';

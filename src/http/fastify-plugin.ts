@@ -17,7 +17,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
-import { createGuard, type Guard, type GuardOptions } from './guard.js';
+import type { Guard, GuardOptions } from './guard/types.js';
+import { createGuard } from './guard.js';
 
 /** The part of a Fastify request this plugin reads. */
 export interface FastifyRequestLike {

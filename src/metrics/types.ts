@@ -6,7 +6,7 @@
  * `sluice/prometheus` and `sluice/opentelemetry` implement `Metrics`. With neither given,
  * nothing is measured (no clock read, no event built).
  */
-import type { HttpOutcome } from '../http/guard.js';
+import type { HttpOutcome } from '../http/guard/types.js';
 import type { Decision } from '../types.js';
 
 /**
