@@ -4,13 +4,10 @@
  * `takeAll` → outcome, with fail-closed / fail-open, shadow mode, outcome counts, events and
  * shaped refusals. Adapters only turn its verdict into their framework's response.
  */
-import { MAX_WINDOW_MS } from '../algorithms/policy.js';
 import { InvalidInputError, isSluiceError } from '../errors.js';
 import { observe, observerFailed } from '../observer.js';
 import type { Decision, TakeAllItem } from '../types.js';
-import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../validate.js';
 import {
-  type HeaderOptions,
   type HttpResponseSpec,
   limitedResponse,
   type QuotaReport,
@@ -19,6 +16,7 @@ import {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
+import { guardConfig } from './guard/options.js';
 import type {
   Guard,
   GuardOptions,
@@ -29,8 +27,8 @@ import type {
   ResponseHooks,
 } from './guard/types.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits, scopeOf } from './limits.js';
-import { LocalWindow } from './local-window.js';
 
+export { GUARD_OPTION_KEYS } from './guard/options.js';
 export type {
   Guard,
   GuardOptions,
@@ -43,31 +41,6 @@ export type {
   UnavailableResponseContext,
   UnidentifiedResponseContext,
 } from './guard/types.js';
-
-/** The option names `createGuard` knows; any other is a misspelling and refused. */
-export const GUARD_OPTION_KEYS: readonly string[] = [
-  'limiter',
-  'policy',
-  'route',
-  'identify',
-  'user',
-  'skip',
-  'cost',
-  'failureMode',
-  'failOpenLimit',
-  'failOpenWindowMs',
-  'onOutcome',
-  'shadow',
-  'shadowHeader',
-  'headers',
-  'responses',
-  'wwwAuthenticate',
-  'metrics',
-  'requestId',
-];
-
-/** A printable header value: no control characters (so no CR/LF injection). */
-const HEADER_VALUE = /^[\x20-\x7e]{1,256}$/;
 
 /**
  * Makes the guard of one route. Answers before any handler work: `429` when limited, `503`
@@ -82,38 +55,11 @@ const HEADER_VALUE = /^[\x20-\x7e]{1,256}$/;
  *   `InvalidInputError` (the adapters pass it to the framework's error handling: `500`).
  */
 export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
-  if (typeof options !== 'object' || options === null) {
-    throw new InvalidInputError('options', 'an object', options);
-  }
-  rejectUnknownKeys(options, GUARD_OPTION_KEYS, 'options');
-  const { limiter, identify, onOutcome, skip } = options;
-  const routeOf = options.route;
-  if (typeof limiter?.take !== 'function') {
-    throw new InvalidInputError('limiter', 'a RateLimiter', limiter);
-  }
-  if (typeof routeOf !== 'function' && (typeof routeOf !== 'string' || routeOf.length === 0)) {
-    throw new InvalidInputError(
-      'route',
-      'a non-empty route template such as "POST/orders", or a function of the request',
-      routeOf,
-    );
-  }
-  if (typeof identify !== 'function') {
-    throw new InvalidInputError('identify', 'a function', identify);
-  }
-  for (const name of ['user', 'skip', 'onOutcome', 'requestId'] as const) {
-    const hook = options[name];
-    if (hook !== undefined && typeof hook !== 'function') {
-      throw new InvalidInputError(name, 'a function', hook);
-    }
-  }
-  const userOf = options.user;
-  const policyOption = options.policy;
-  // Fixed limits are checked once, here; a function's answer on every request.
-  const fixedLimits =
-    typeof policyOption === 'function' ? undefined : resolveLimits(policyOption, 'policy');
-  // Names collide whatever the route is called: check them once, here.
-  if (fixedLimits !== undefined) limitNames(fixedLimits, '', 'policy');
+  const config = guardConfig(options);
+  const { limiter, identify, onOutcome, skip, fixedLimits, fallback, shadow, shadowHeader } =
+    config;
+  const { route: routeOf, user: userOf, plan: policyOption, cost: costOf, challenge } = config;
+  const { hooks, headers: headerOptions, metrics, requestId: requestIdOf } = config;
   // Fixed limits' names depend only on the route template (a fixed set): named once per
   // route, not on every request.
   const fixedNames = new Map<string, readonly string[]>();
@@ -127,38 +73,6 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     }
     return names;
   };
-  if (fixedLimits !== undefined && needsUser(fixedLimits) && userOf === undefined) {
-    throw new InvalidInputError(
-      'user',
-      'a function of the request, for limits with per "user" or "route-user"',
-      undefined,
-    );
-  }
-  const costOf = options.cost ?? 1;
-  if (typeof costOf !== 'function') positiveSafeInteger('cost', costOf);
-  const failureMode = options.failureMode ?? 'fail-closed';
-  if (failureMode !== 'fail-closed' && failureMode !== 'fail-open') {
-    throw new InvalidInputError('failureMode', '"fail-closed" or "fail-open"', failureMode);
-  }
-  let fallback: LocalWindow | undefined;
-  if (failureMode === 'fail-open') {
-    const limit = options.failOpenLimit;
-    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1) {
-      throw new InvalidInputError(
-        'failOpenLimit',
-        'a positive safe integer with "fail-open"',
-        limit,
-      );
-    }
-    const first = fixedLimits?.[0]?.policy as { windowMs?: number } | undefined;
-    const windowMs = optionalPositiveInteger(
-      'failOpenWindowMs',
-      options.failOpenWindowMs,
-      first?.windowMs ?? 1000,
-      MAX_WINDOW_MS,
-    );
-    fallback = new LocalWindow(limit, windowMs);
-  }
   const counts: Record<HttpOutcome, number> = {
     allowed: 0,
     limited: 0,
@@ -168,51 +82,12 @@ export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
     unidentified: 0,
     skipped: 0,
   };
-  if (options.shadow !== undefined && typeof options.shadow !== 'boolean') {
-    throw new InvalidInputError('shadow', 'true or false', options.shadow);
-  }
-  const shadow = options.shadow === true;
-  const shadowHeader = options.shadowHeader;
-  if (
-    shadowHeader !== undefined &&
-    (typeof shadowHeader !== 'string' || !/^[A-Za-z0-9-]{1,64}$/.test(shadowHeader))
-  ) {
-    throw new InvalidInputError(
-      'shadowHeader',
-      'a header name of 1–64 letters, digits or hyphens',
-      shadowHeader,
-    );
-  }
-  const challenge = options.wwwAuthenticate ?? 'Bearer';
-  if (typeof challenge !== 'string' || !HEADER_VALUE.test(challenge)) {
-    throw new InvalidInputError(
-      'wwwAuthenticate',
-      'a challenge of 1–256 printable ASCII characters, e.g. \'Bearer realm="api"\'',
-      challenge,
-    );
-  }
-  const hooks = options.responses ?? {};
-  if (typeof hooks !== 'object' || hooks === null) {
-    throw new InvalidInputError('responses', 'an object of hooks', hooks);
-  }
-  rejectUnknownKeys(hooks, ['limited', 'unavailable', 'unidentified'], 'responses');
-  for (const name of ['limited', 'unavailable', 'unidentified'] as const) {
-    if (hooks[name] !== undefined && typeof hooks[name] !== 'function') {
-      throw new InvalidInputError(`responses.${name}`, 'a function', hooks[name]);
-    }
-  }
   // Shared by every request: frozen, so one request's code cannot add a header to another's.
   const PASS: GuardVerdict = Object.freeze({ pass: true, headers: Object.freeze({}) });
-  const headerOptions = checkHeaderOptions(options.headers);
   /** In shadow mode: let the request through, marked with the would-be decision. */
   const passInShadow = (wouldBe: 'allowed' | 'limited' | 'unavailable'): GuardVerdict =>
     shadowHeader === undefined ? PASS : { pass: true, headers: { [shadowHeader]: wouldBe } };
   const warn = observerFailed;
-  const metrics = options.metrics;
-  if (metrics !== undefined && typeof metrics?.request !== 'function') {
-    throw new InvalidInputError('metrics', 'a Metrics (with request)', metrics);
-  }
-  const requestIdOf = options.requestId;
   const record = (event: HttpOutcomeEvent) => {
     counts[event.outcome]++;
     if (metrics !== undefined) {
@@ -442,23 +317,6 @@ function identity(value: unknown, field: 'identify' | 'user'): string | undefine
     'a string id, or undefined when there is none (turn numeric ids into strings)',
     value,
   );
-}
-
-/** The `headers` option: `false`, or `{ standard?, legacy? }` with boolean values. */
-function checkHeaderOptions(value: unknown): HeaderOptions | false {
-  if (value === undefined) return {};
-  if (value === false) return false;
-  if (typeof value !== 'object' || value === null) {
-    throw new InvalidInputError('headers', 'false or { standard?, legacy? }', value);
-  }
-  rejectUnknownKeys(value, ['standard', 'legacy'], 'headers');
-  for (const key of ['standard', 'legacy'] as const) {
-    const flag = (value as HeaderOptions)[key];
-    if (flag !== undefined && typeof flag !== 'boolean') {
-      throw new InvalidInputError(`headers.${key}`, 'true or false', flag);
-    }
-  }
-  return value as HeaderOptions;
 }
 
 /** A header field name (RFC 9110 §5.1: a token). */
