@@ -1,6 +1,6 @@
 /**
  * Express 5 adapter: a middleware for one route. Mount it on the route itself, so that the
- * quota is named by Express's route template, never the raw URL (S1):
+ * quota is named by Express's route template, never the raw URL:
  *
  * ```ts
  * app.post('/orders/:id', expressRateLimit({ limiter, policy, identify: (req) => req.user?.tenantId }), createOrder);

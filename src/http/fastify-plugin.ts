@@ -7,7 +7,7 @@
  * marker, the one `fastify-plugin` sets), so its hook applies to every route of the
  * instance it is registered on. A route opts in with `config.rateLimit`; the quota is named
  * by the route's method and URL template (`routeOptions.url`, prefixes included), never the
- * raw URL (S1) — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route, and a
+ * raw URL — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route, and a
  * route taking several methods (`app.all`) is one quota (`ALL`) — and is decided in
  * `onRequest`, before the body is parsed or any handler work. Each route (its methods and URL
  * template) is its own quota, also where routes share one `config.rateLimit` object.
