@@ -94,9 +94,12 @@ const anyMethod = (methods: (method: string) => unknown): boolean =>
   EVERY_METHOD.every((method) => methods(method) === true);
 
 /**
- * `ALL` where the client can choose the method (a Route `.all()` handler, or `app.all()`,
- * which registers the handler for every method); else the request's method, with `HEAD`
- * named `GET`.
+ * The method part of the name. For the middleware asking (`handler`), where it is registered
+ * on this route: `ALL` when on `.all()` or on every method; its methods sorted and joined by
+ * `,` (`DELETE,GET,POST,PUT`, `HEAD` named `GET`) when on several, one quota for all of them;
+ * else the request's method, with `HEAD` named `GET`. For other code (`expressRoute`): `ALL`
+ * where the client can choose the method (a Route `.all()` handler, or `app.all()`, which
+ * registers the handler for every method), else the request's method, `HEAD` as `GET`.
  */
 function methodPart(
   req: ExpressRequestLike,
@@ -106,19 +109,62 @@ function methodPart(
   const method = typeof req.method === 'string' ? req.method.toUpperCase() : '';
   const named = method === 'HEAD' ? 'GET' : method;
   const stack: unknown[] = Array.isArray(route.stack) ? route.stack : [];
-  const mine = stack.filter(
-    (layer): layer is Record<string, unknown> => isObject(layer) && layer.handle === handler,
-  );
-  if (mine.length > 0) {
+  if (typeof handler === 'function') {
+    const registered = registrationOf(route, stack, handler);
     // Known middleware: what matters is which methods it is registered for on this route.
-    const methods = new Set(mine.map((layer) => layer.method));
-    return methods.has(undefined) || anyMethod((m) => methods.has(m)) ? 'ALL' : named;
+    if (registered.found) return registered.part ?? named;
   }
   // Unknown middleware: if the route takes any method, so may the code that asks.
   const methods = route.methods;
   return isObject(methods) && (methods._all === true || anyMethod((m) => methods[m]))
     ? 'ALL'
     : named;
+}
+
+/** Where one middleware is registered on one `Route`, as far as the method part goes. */
+interface Registration {
+  /** The length of the route's stack when it was read: at another length, read it again. */
+  readonly length: number;
+  /** Whether the middleware is on the route's stack at all. */
+  readonly found: boolean;
+  /** `ALL`, or its methods joined; `undefined` for one method: the request's names it. */
+  readonly part: string | undefined;
+}
+
+/** Per middleware, per `Route` object: its registration, read once per stack length. */
+const registrations = new WeakMap<object, WeakMap<object, Registration>>();
+
+function registrationOf(route: object, stack: readonly unknown[], handler: object): Registration {
+  let byRoute = registrations.get(handler);
+  if (byRoute === undefined) {
+    byRoute = new WeakMap();
+    registrations.set(handler, byRoute);
+  }
+  let registration = byRoute.get(route);
+  if (registration === undefined || registration.length !== stack.length) {
+    registration = readRegistration(stack, handler);
+    byRoute.set(route, registration);
+  }
+  return registration;
+}
+
+function readRegistration(stack: readonly unknown[], handler: object): Registration {
+  const { length } = stack;
+  // A layer's `method` is the lower-case method it was registered for; undefined for .all().
+  const methods = new Set<unknown>();
+  for (const layer of stack) {
+    if (isObject(layer) && layer.handle === handler) methods.add(layer.method);
+  }
+  if (methods.size === 0) return { length, found: false, part: undefined };
+  if (methods.has(undefined) || anyMethod((m) => methods.has(m))) {
+    return { length, found: true, part: 'ALL' };
+  }
+  const names = new Set<string>();
+  for (const m of methods) {
+    const upper = String(m).toUpperCase();
+    names.add(upper === 'HEAD' ? 'GET' : upper);
+  }
+  return { length, found: true, part: names.size > 1 ? [...names].sort().join(',') : undefined };
 }
 
 function templateOf(req: ExpressRequestLike, route: Record<string, unknown>): string {

@@ -1,6 +1,6 @@
 /**
  * Express 5 adapter: a middleware for one route. Mount it on the route itself, so that the
- * quota is named by Express's route template, never the raw URL (S1):
+ * quota is named by Express's route template, never the raw URL:
  *
  * ```ts
  * app.post('/orders/:id', expressRateLimit({ limiter, policy, identify: (req) => req.user?.tenantId }), createOrder);
@@ -20,7 +20,8 @@
  */
 import type { ServerResponse } from 'node:http';
 import { type ExpressRequestLike, routeName } from './express-route.js';
-import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
+import type { GuardOptions, HttpOutcome } from './guard/types.js';
+import { createGuard } from './guard.js';
 import { send } from './node.js';
 
 export type { ExpressRequestLike } from './express-route.js';
@@ -89,11 +90,21 @@ export function expressRoute(req: ExpressRequestLike): string {
 
 /**
  * Makes the Express middleware of one route. Its quota is named by {@link expressRoute},
- * except that the method part follows where this middleware itself is registered: `ALL`
- * when it runs for any method (`app.all(p, limit, h)`, `app.route(p).all(limit)`: every
- * method shares one quota), else the request's method with `HEAD` as `GET` — also on a
- * route that has an `.all()` handler besides (`app.route(p).all(auth).post(limit, h)` →
- * `"POST…"`).
+ * except that the method part follows where this middleware itself is registered on the
+ * route (the `Route` object Express made for it):
+ *
+ * - `ALL` when it runs for any method (`app.all(p, limit, h)`, `app.route(p).all(limit)`):
+ *   every method shares one quota;
+ * - when it is registered on several methods of the same route
+ *   (`app.route('/x').get(limit).post(limit).put(limit).delete(limit)`), those methods share
+ *   one quota, named by them sorted and joined by `,` — `"DELETE,GET,POST,PUT/x"` — with
+ *   `HEAD` named `GET` (`.get(limit).head(limit)` is `"GET/x"`);
+ * - else the request's method with `HEAD` as `GET` — also on a route that has an `.all()`
+ *   handler besides (`app.route(p).all(auth).post(limit, h)` → `"POST…"`).
+ *
+ * For a quota per method, give each method its own middleware (`.get(limitGet)
+ * .post(limitPost)`, named `"GET/x"` and `"POST/x"`) or set `route`. `app.get(p, limit)`
+ * and `app.post(p, limit)` make two routes, each with one method: two quotas.
  *
  * @throws {InvalidInputError} as `createGuard`. Per request, the errors of
  *   {@link expressRoute} go to `next(error)` (the handler does not run).

@@ -7,9 +7,10 @@
  * marker, the one `fastify-plugin` sets), so its hook applies to every route of the
  * instance it is registered on. A route opts in with `config.rateLimit`; the quota is named
  * by the route's method and URL template (`routeOptions.url`, prefixes included), never the
- * raw URL (S1) — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route, and a
+ * raw URL — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route, and a
  * route taking several methods (`app.all`) is one quota (`ALL`) — and is decided in
- * `onRequest`, before the body is parsed or any handler work.
+ * `onRequest`, before the body is parsed or any handler work. Each route (its methods and URL
+ * template) is its own quota, also where routes share one `config.rateLimit` object.
  *
  * Options are checked when the plugin is registered and each route's `config.rateLimit` when
  * the route is added (after the plugin), so a misspelling fails `app.ready()`, not requests.
@@ -17,7 +18,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
-import { createGuard, type Guard, type GuardOptions } from './guard.js';
+import type { Guard, GuardOptions } from './guard/types.js';
+import { createGuard } from './guard.js';
 
 /** The part of a Fastify request this plugin reads. */
 export interface FastifyRequestLike {
@@ -105,17 +107,31 @@ function methodPart(method: string, routeMethods: string | readonly string[] | u
 }
 
 /**
- * The quota's name: the route's method part and its URL template. `declared` holds the method
- * part each route declared (per `config.rateLimit` object and URL), so that the `HEAD` route
- * Fastify adds for a `GET` route — with the same config — is named like the route it serves.
+ * The quota's name: the route's method part and its URL template — made of the route alone
+ * (its method or methods, and its URL), never of the options object it was given. A `HEAD`
+ * route — the one Fastify adds for a `GET` route, or one declared with `app.head()` — is
+ * named like the route that takes `GET` at its URL (`getRoutes`: `GET`, or `GET,POST` for a
+ * route with `method: ['GET', 'POST']`), as that is the route whose `HEAD` it serves.
  */
-function routeOf(request: FastifyRequestLike, declared: string | undefined): string {
-  const url = request.routeOptions.url;
+function routeOf(
+  method: string,
+  route: FastifyRequestLike['routeOptions'],
+  getRoutes: ReadonlyMap<string, string>,
+): string {
+  const url = route.url;
   if (typeof url !== 'string' || url.length === 0) {
     throw new InvalidInputError('route', 'a request matched to a route with a URL template', url);
   }
-  return `${declared ?? methodPart(request.method, request.routeOptions.method)}${url}`;
+  const part =
+    route.method === 'HEAD' ? (getRoutes.get(url) ?? 'GET') : methodPart(method, route.method);
+  return `${part}${url}`;
 }
+
+/** Whether a route takes `GET` (`method` as Fastify passes it to `onRoute`). */
+const takesGet = (method: unknown): boolean =>
+  (Array.isArray(method) ? method : [method]).some(
+    (m) => typeof m === 'string' && m.toUpperCase() === 'GET',
+  );
 
 /** A placeholder policy, to check the shared options when the plugin is registered. */
 const CHECK_POLICY = fixedWindow({ name: 'options-check', limit: 1, windowMs: 1000 });
@@ -157,8 +173,9 @@ const plugin = async (
   instance.decorate(DECORATOR, true);
   // Misspelled or invalid options fail registration (app.ready()), not the first request.
   createGuard({ ...shared, policy: CHECK_POLICY, route: 'options-check' });
-  // The method part each limited route declared, per config object and URL.
-  const declared = new WeakMap<object, Map<string, string>>();
+  // The method part of the route that takes GET at each URL (limited or not), to name the
+  // HEAD route there.
+  const getRoutes = new Map<string, string>();
   instance.addHook(
     'onRoute',
     (routeOptions: { method?: string | string[]; url?: unknown; config?: unknown }) => {
@@ -167,45 +184,48 @@ const plugin = async (
         (routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit,
         where,
       );
-      if (config === undefined) return;
-      createGuard({ ...shared, ...config, route: 'options-check' });
+      if (config !== undefined) createGuard({ ...shared, ...config, route: 'options-check' });
       const { method, url } = routeOptions;
-      if (typeof url !== 'string' || method === undefined || method === 'HEAD') return;
-      let byUrl = declared.get(config);
-      if (byUrl === undefined) {
-        byUrl = new Map();
-        declared.set(config, byUrl);
+      if (typeof url === 'string' && takesGet(method)) {
+        getRoutes.set(url, methodPart('GET', method));
       }
-      byUrl.set(url, methodPart(typeof method === 'string' ? method : 'GET', method));
     },
   );
-  // One guard per route config and route name, made on its first request.
+  // One guard per route options object and route name, made on its first request. The
+  // name alone decides the quota: routes of one name share it in Redis whatever their options
+  // objects, and routes of different names never do, even with one options object.
   const guards = new WeakMap<object, Map<string, Guard<FastifyRequestLike>>>();
-  const guardOf = (request: FastifyRequestLike, config: object): Guard<FastifyRequestLike> => {
-    const route = routeOf(request, declared.get(config)?.get(request.routeOptions.url ?? ''));
-    let byRoute = guards.get(config);
-    if (byRoute === undefined) {
-      byRoute = new Map();
-      guards.set(config, byRoute);
+  const guardOf = (
+    request: FastifyRequestLike,
+    route: FastifyRequestLike['routeOptions'],
+    config: object,
+  ): Guard<FastifyRequestLike> => {
+    const name = routeOf(request.method, route, getRoutes);
+    let byName = guards.get(config);
+    if (byName === undefined) {
+      byName = new Map();
+      guards.set(config, byName);
     }
-    let guard = byRoute.get(route);
+    let guard = byName.get(name);
     if (guard === undefined) {
       guard = createGuard<FastifyRequestLike>({
         ...shared,
         ...(config as FastifyRouteRateLimit),
-        route,
+        route: name,
       });
-      byRoute.set(route, guard);
+      byName.set(name, guard);
     }
     return guard;
   };
   instance.addHook('onRequest', async (request: FastifyRequestLike, reply: FastifyReplyLike) => {
+    // Fastify makes a new routeOptions object on every read: read it once.
+    const route = request.routeOptions;
     const config = routeConfig(
-      (request.routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit,
-      `${request.method} ${request.routeOptions.url}`,
+      (route.config as { rateLimit?: unknown } | undefined)?.rateLimit,
+      `${request.method} ${route.url}`,
     );
     if (config === undefined) return;
-    const verdict = await guardOf(request, config)(request);
+    const verdict = await guardOf(request, route, config)(request);
     if (!verdict.pass) {
       const { status, headers, body } = verdict.response;
       return reply

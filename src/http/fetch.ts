@@ -22,7 +22,8 @@
  * ```
  */
 import type { HttpResponseSpec } from './core.js';
-import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
+import type { GuardOptions, HttpOutcome } from './guard/types.js';
+import { createGuard } from './guard.js';
 
 /** Options of {@link fetchRateLimit}: see `GuardOptions`; `identify` gets the `Request`. */
 export type FetchRateLimitOptions = GuardOptions<Request>;

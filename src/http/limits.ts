@@ -2,7 +2,7 @@
  * What a route's guard decides: one policy, stacked policies, or a function of the request
  * and tenant (plans, per-tenant overrides) — each on the route's scope or on a wider or
  * narrower one (the whole tenant, one user). Everything here only checks and normalises;
- * the decision is one `take` or one atomic `takeAll` in `guard.ts`.
+ * the decision is one `take` or one atomic `takeAll` in `guard/steps.ts`.
  */
 import { isPolicy } from '../algorithms/policy.js';
 import { MAX_TAKE_ALL_ITEMS } from '../bounds.js';

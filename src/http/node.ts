@@ -15,9 +15,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { observe } from '../observer.js';
 import type { HttpResponseSpec } from './core.js';
-import { createGuard, type GuardOptions, type HttpOutcome } from './guard.js';
+import type { GuardOptions, HttpOutcome } from './guard/types.js';
+import { createGuard } from './guard.js';
 
-export type { HttpOutcome, HttpOutcomeEvent } from './guard.js';
+export type { HttpOutcome, HttpOutcomeEvent } from './guard/types.js';
 
 /** Options of {@link nodeRateLimit}: see `GuardOptions`. */
 export type NodeRateLimitOptions = GuardOptions<IncomingMessage>;

@@ -293,6 +293,58 @@ describe('Express quota names: patterns only, never the URL', () => {
     assert.equal((await s.send('POST', '/mixed')).status, 201);
     assert.deepEqual(new Set(routes), new Set(['ALL/any', 'POST/mixed']));
   });
+
+  it('one middleware on several methods of one route: one quota for all, named by them', async () => {
+    const { limit, routes } = await limitOf2();
+    const handler = counted();
+    const app = express();
+    app
+      .route('/x')
+      .get(limit, handler)
+      .post(limit, handler)
+      .put(limit, handler)
+      .delete(limit, handler);
+    app.route('/y').get(limit, handler).head(limit, handler).post(limit, handler);
+    const s = await serve(app);
+    const statuses: number[] = [];
+    for (const method of ['GET', 'POST', 'PUT', 'DELETE', 'HEAD']) {
+      statuses.push((await s.send(method, '/x')).status);
+    }
+    // A limit of 2 on the route, not 2 per method.
+    assert.deepEqual(statuses, [201, 201, 429, 429, 429]);
+    assert.equal(handler.calls, 2);
+    assert.deepEqual(new Set(routes), new Set(['DELETE,GET,POST,PUT/x']));
+    // HEAD is named GET, also where the middleware is registered with .head().
+    routes.length = 0;
+    assert.deepEqual(await s.statuses('HEAD', ['/y']), [201]);
+    assert.deepEqual(await s.statuses('POST', ['/y', '/y']), [201, 429]);
+    assert.deepEqual(routes, ['GET,POST/y', 'GET,POST/y', 'GET,POST/y']);
+  });
+
+  it('a quota per method where one is asked for: a middleware per method, or a route option', async () => {
+    const get = await limitOf2();
+    const post = await limitOf2();
+    const routes: string[] = [];
+    const own = expressRateLimit({
+      limiter: await limiterOf(),
+      policy: fixedWindow({ limit: 2, windowMs: 60_000 }),
+      identify: (req) => verifiedTenant(secret, req),
+      route: (req) => `${req.method}/z`,
+      onOutcome: (event) => routes.push(event.route),
+    });
+    const handler = counted();
+    const app = express();
+    app.route('/y').get(get.limit, handler).post(post.limit, handler);
+    app.route('/z').get(own, handler).post(own, handler);
+    const s = await serve(app);
+    for (const path of ['/y', '/z']) {
+      assert.deepEqual(await s.statuses('GET', [path, path, path]), [201, 201, 429]);
+      assert.deepEqual(await s.statuses('POST', [path, path, path]), [201, 201, 429]);
+    }
+    assert.deepEqual(new Set(get.routes), new Set(['GET/y']));
+    assert.deepEqual(new Set(post.routes), new Set(['POST/y']));
+    assert.deepEqual(new Set(routes), new Set(['GET/z', 'POST/z']));
+  });
 });
 
 describe('expressRoute: the names of each mount kind', () => {

@@ -180,6 +180,62 @@ describe('Fastify plugin', () => {
     await app.close();
   });
 
+  it('routes sharing one config.rateLimit object are still a quota each, named by their own method', async () => {
+    const app = Fastify();
+    const routes: string[] = [];
+    const tenant = randomTenant();
+    await app.register(fastifyRateLimit, {
+      limiter: new RateLimiter({ client: await redis.client() }),
+      identify: () => tenant,
+      onOutcome: (event) => routes.push(event.route),
+    });
+    const rateLimit = { policy: fixedWindow({ limit: 2, windowMs: 60_000 }) };
+    app.get('/x', { config: { rateLimit } }, async () => 'ok');
+    app.post('/x', { config: { rateLimit } }, async () => 'ok');
+    app.route({
+      method: ['GET', 'POST'],
+      url: '/y',
+      config: { rateLimit },
+      handler: async () => 'ok',
+    });
+    app.put('/y', { config: { rateLimit } }, async () => 'ok');
+    await app.ready();
+    const send = async (method: 'GET' | 'POST' | 'PUT' | 'HEAD', url: string) => {
+      const res = await app.inject({ method, url });
+      return { status: res.statusCode, policy: res.headers['ratelimit-policy'] };
+    };
+    const statuses = async (method: 'GET' | 'POST' | 'PUT' | 'HEAD', url: string, n: number) => {
+      const out: number[] = [];
+      for (let i = 0; i < n; i++) out.push((await send(method, url)).status);
+      return out;
+    };
+    assert.deepEqual(await send('GET', '/x'), { status: 200, policy: '"GET/x";q=2;w=60' });
+    assert.deepEqual(await send('POST', '/x'), { status: 200, policy: '"POST/x";q=2;w=60' });
+    // GET has one unit left of its own quota (HEAD shares it), POST one of its own.
+    assert.deepEqual(await statuses('HEAD', '/x', 2), [200, 429]);
+    assert.deepEqual(await statuses('POST', '/x', 2), [200, 429]);
+    // A route with several methods is one quota; a route of its own at the same URL is another.
+    assert.deepEqual(await statuses('GET', '/y', 1), [200]);
+    assert.deepEqual(await statuses('HEAD', '/y', 1), [200]);
+    assert.deepEqual(await statuses('POST', '/y', 1), [429]);
+    assert.deepEqual(await statuses('PUT', '/y', 3), [200, 200, 429]);
+    assert.deepEqual(routes, [
+      'GET/x',
+      'POST/x',
+      'GET/x',
+      'GET/x',
+      'POST/x',
+      'POST/x',
+      'GET,POST/y',
+      'GET,POST/y',
+      'GET,POST/y',
+      'PUT/y',
+      'PUT/y',
+      'PUT/y',
+    ]);
+    await app.close();
+  });
+
   it('bad options fail app.ready(), not requests; rateLimit: false is no limit; registering twice is refused', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const policy = fixedWindow({ limit: 1, windowMs: 60_000 });

@@ -1,0 +1,173 @@
+/**
+ * The steps of one request through a guard: skip? → route template → verified tenant → the
+ * route's limits (fixed, or the plan function's answer for this tenant) → verified user,
+ * where a limit needs one → one `take` or one atomic `takeAll` → outcome (`outcome.ts`).
+ *
+ * Every await of a request is in the one async function that {@link requestSteps} returns;
+ * the steps around it are synchronous, so the split adds no promise to a request. What
+ * does not change between requests (the config's functions, fixed limits' names per route)
+ * is read or computed once per guard.
+ */
+import { InvalidInputError, isSluiceError } from '../../errors.js';
+import type { Decision, TakeAllItem } from '../../types.js';
+import { limitNames, needsUser, type ResolvedLimit, resolveLimits, scopeOf } from '../limits.js';
+import type { GuardConfig } from './options.js';
+import { decided, failed, type OutcomeCounts, PASS, record, unidentified } from './outcome.js';
+import type { GuardVerdict } from './types.js';
+
+/** The guard's function: each request's verdict, recorded on `counts`. */
+export function requestSteps<Req>(
+  config: GuardConfig<Req>,
+  counts: OutcomeCounts,
+): (req: Req) => Promise<GuardVerdict> {
+  const { limiter, identify, skip, fixedLimits, plan, cost: costOf } = config;
+  const { user: userOf, requestId: requestIdOf, route: routeOf } = config;
+  const namesOf = limitNamer(fixedLimits);
+  return async (req: Req): Promise<GuardVerdict> => {
+    if (skip !== undefined && (await skip(req)) === true) {
+      record(config, counts, {
+        outcome: 'skipped',
+        route: skippedRoute(routeOf, req),
+        policy: '',
+        policies: [],
+      });
+      return PASS;
+    }
+    const route = routeText(routeOf, req);
+    const tenant = identity(await identify(req), 'identify');
+    if (tenant === undefined) {
+      // Fixed limits are named without a tenant; a plan is not known before one.
+      const known = fixedLimits && namesOf(fixedLimits, route);
+      return unidentified(config, counts, req, route, known ?? []);
+    }
+    const limits =
+      fixedLimits ??
+      resolveLimits(
+        await (plan as (req: Req, tenant: string) => unknown)(req, tenant),
+        'policy (the answer of the policy function)',
+      );
+    const names = namesOf(limits, route);
+    let user: string | undefined;
+    if (needsUser(limits)) {
+      user = identity(await required(userOf)(req), 'user');
+      if (user === undefined) return unidentified(config, counts, req, route, names);
+    }
+    const cost = typeof costOf === 'function' ? costOf(req) : costOf;
+    // An id the client may have written (a request header): one that does not fit is left
+    // out of the events, never a reason to fail the request.
+    const requestId = fittingRequestId(requestIdOf?.(req));
+    let decisions: readonly Decision[];
+    let cached = false;
+    try {
+      if (limits.length === 1) {
+        const only = limits[0] as ResolvedLimit;
+        decisions = [
+          await limiter.take(
+            scopeOf(only.per, tenant, route, user),
+            only.policy,
+            requestId === undefined ? { cost } : { cost, requestId },
+          ),
+        ];
+      } else {
+        const result = await limiter.takeAll(
+          takeAllItems(limits, tenant, route, user, cost),
+          requestId === undefined ? undefined : { requestId },
+        );
+        decisions = result.decisions;
+        cached = result.cached;
+      }
+    } catch (error) {
+      // Bad input is a programming error, not an outage: never mask it as fail-open.
+      if (isSluiceError(error, 'SLUICE_INVALID_INPUT')) throw error;
+      return failed(config, counts, req, route, names, tenant, cost, error);
+    }
+    return decided(config, counts, req, route, limits, names, decisions, cached);
+  };
+}
+
+/**
+ * The names of a request's limits (see `limitNames`). Fixed limits' names depend only on
+ * the route template (a fixed set): named once per route, not on every request, and frozen,
+ * as every request's event shares them. A plan's answer is named on every request.
+ */
+function limitNamer(
+  fixedLimits: readonly ResolvedLimit[] | undefined,
+): (limits: readonly ResolvedLimit[], route: string) => readonly string[] {
+  const fixedNames = new Map<string, readonly string[]>();
+  return (limits, route) => {
+    if (limits !== fixedLimits) return limitNames(limits, route, 'policy');
+    let names = fixedNames.get(route);
+    if (names === undefined) {
+      names = Object.freeze(limitNames(limits, route, 'policy'));
+      if (fixedNames.size < 10_000) fixedNames.set(route, names);
+    }
+    return names;
+  };
+}
+
+/** The route template of a request, checked: a function's answer may be anything. */
+function routeText<Req>(routeOf: string | ((req: Req) => string), req: Req): string {
+  const route = typeof routeOf === 'function' ? routeOf(req) : routeOf;
+  if (typeof route !== 'string' || route.length === 0) {
+    throw new InvalidInputError('route', 'a non-empty route template from options.route', route);
+  }
+  return route;
+}
+
+/** The route of a skipped request's event, or `""`: a skipped request needs no route. */
+function skippedRoute<Req>(routeOf: string | ((req: Req) => string), req: Req): string {
+  try {
+    return routeText(routeOf, req);
+  } catch {
+    // An unknowable route is left out of the event.
+    return '';
+  }
+}
+
+/** The `user` function, which limits with `per: "user"` or `"route-user"` need. */
+function required<F>(userOf: F | undefined): F {
+  if (userOf === undefined) {
+    throw new InvalidInputError(
+      'user',
+      'a function of the request, for limits with per "user" or "route-user"',
+      undefined,
+    );
+  }
+  return userOf;
+}
+
+/**
+ * An `identify` / `user` answer: a non-empty string, or `undefined` (also `null` or `""`)
+ * for "none" (answered `401`). Anything else is a programming error — a numeric id, an
+ * object — never a silent `401`.
+ */
+function identity(value: unknown, field: 'identify' | 'user'): string | undefined {
+  if (typeof value === 'string') return value.length > 0 ? value : undefined;
+  if (value === undefined || value === null) return undefined;
+  throw new InvalidInputError(
+    `${field} (its answer)`,
+    'a string id, or undefined when there is none (turn numeric ids into strings)',
+    value,
+  );
+}
+
+/** The items of one atomic `takeAll`: every limit, on its scope, at the request's cost. */
+function takeAllItems(
+  limits: readonly ResolvedLimit[],
+  tenant: string,
+  route: string,
+  user: string | undefined,
+  cost: number,
+): TakeAllItem[] {
+  return limits.map((limit) => ({
+    scope: scopeOf(limit.per, tenant, route, user),
+    policy: limit.policy,
+    cost,
+  }));
+}
+
+/** A request id the limiter takes (1–256 characters, cut to 256), else undefined. */
+function fittingRequestId(id: unknown): string | undefined {
+  if (typeof id !== 'string' || id.length === 0) return undefined;
+  return id.length > 256 ? id.slice(0, 256) : id;
+}
