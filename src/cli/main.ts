@@ -20,7 +20,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
-import type { InspectOptions, ResetOptions } from './scopes.js';
+import type { InspectOptions } from './inspect.js';
+import type { ResetOptions } from './reset.js';
 import type { StatsOptions } from './stats.js';
 
 // Each command's module (and the Redis client under it) is loaded when the command runs:
@@ -200,7 +201,7 @@ ${EXIT_STATUS}`,
       ),
   )
     .addHelpText('after', INSPECT_HELP)
-    .action(run(async (o: InspectOptions) => (await import('./scopes.js')).inspect(o)));
+    .action(run(async (o: InspectOptions) => (await import('./inspect.js')).inspect(o)));
 
   redisOptions(
     sluice
@@ -214,7 +215,7 @@ ${EXIT_STATUS}`,
       .option('--yes', 'do not ask for a confirmation (needed without a terminal)'),
   )
     .addHelpText('after', RESET_HELP)
-    .action(run(async (o: ResetOptions) => (await import('./scopes.js')).reset(o)));
+    .action(run(async (o: ResetOptions) => (await import('./reset.js')).reset(o)));
 
   redisOptions(
     sluice
