@@ -132,18 +132,31 @@ function redisOptions(command: Command, namespace = true): Command {
   return command.option('--json', 'print one JSON object (for scripts)');
 }
 
-/** Builds the program; actions store their exit status in `result.code`. */
-function program(argv: readonly string[], result: { code: number; json: boolean }): Command {
-  const run =
-    <A extends unknown[]>(action: (...args: A) => Promise<number> | number) =>
-    async (...args: A) => {
+/** What a command's action leaves for `main`: its exit status, and whether it answers in JSON. */
+interface Result {
+  code: number;
+  json: boolean;
+}
+
+/** Wraps a command's action so that it stores its exit status (and `--json`) in `result`. */
+type Runner = <A extends unknown[]>(
+  action: (...args: A) => Promise<number> | number,
+) => (...args: A) => Promise<void>;
+
+function runner(result: Result): Runner {
+  return (action) =>
+    async (...args) => {
       const options = args.find(
         (a) => typeof a === 'object' && a !== null && !(a instanceof Command),
       );
       result.json = (options as { json?: boolean } | undefined)?.json === true;
       result.code = await action(...args);
     };
+}
 
+/** Builds the program; actions store their exit status in `result.code`. */
+function program(argv: readonly string[], result: Result): Command {
+  const run = runner(result);
   const sluice = new Command('sluice')
     .usage('<command> [options]')
     .description('Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark.')
@@ -160,7 +173,16 @@ on failure); inspect, reset and stats take --url (else REDIS_URL, else
 ${DEFAULT_URL}).
 ${EXIT_STATUS}`,
     );
+  addDemo(sluice, run);
+  addBench(sluice, run, argv);
+  addInspect(sluice, run);
+  addReset(sluice, run);
+  addStats(sluice, run);
+  addCheckConfig(sluice, run);
+  return sluice;
+}
 
+function addDemo(sluice: Command, run: Runner): void {
   sluice
     .command('demo')
     .description(
@@ -169,7 +191,9 @@ ${EXIT_STATUS}`,
     .option('--json', 'print one JSON object (the report) instead of the narration')
     .addHelpText('after', DEMO_HELP)
     .action(run((options: { json?: boolean }) => demo(options.json === true)));
+}
 
+function addBench(sluice: Command, run: Runner, argv: readonly string[]): void {
   sluice
     .command('bench')
     .description('the benchmark harness against other limiters (needs a source checkout)')
@@ -183,40 +207,50 @@ ${EXIT_STATUS}`,
     .option('--out <dir>', 'where RESULTS.md and the SVG go')
     .addHelpText('after', BENCH_HELP)
     .action(run(() => bench(argv.slice(argv.indexOf('bench') + 1))));
+}
 
+/** `--config`, `--route`, `--tenant` and `--user`: the scope `inspect` and `reset` act on. */
+function scopeOptions(command: Command): Command {
+  return command
+    .requiredOption('--config <file>', 'the policy file (JSON)')
+    .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
+    .requiredOption('--tenant <tenant>', 'the tenant id')
+    .option('--user <user>', 'the user id (for limits counted per user)');
+}
+
+function addInspect(sluice: Command, run: Runner): void {
   redisOptions(
-    sluice
-      .command('inspect')
-      .description(
-        'what a take would decide for each limit of a route and tenant, its key and PTTL',
-      )
-      .requiredOption('--config <file>', 'the policy file (JSON)')
-      .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
-      .requiredOption('--tenant <tenant>', 'the tenant id')
-      .option('--user <user>', 'the user id (for limits counted per user)')
-      .addOption(
-        new Option('--cost <n>', 'units of the take (default: the route’s cost)').argParser(
-          integer(Number.MAX_SAFE_INTEGER),
+    scopeOptions(
+      sluice
+        .command('inspect')
+        .description(
+          'what a take would decide for each limit of a route and tenant, its key and PTTL',
         ),
+    ).addOption(
+      new Option('--cost <n>', 'units of the take (default: the route’s cost)').argParser(
+        integer(Number.MAX_SAFE_INTEGER),
       ),
+    ),
   )
     .addHelpText('after', INSPECT_HELP)
     .action(run(async (o: InspectOptions) => (await import('./inspect.js')).inspect(o)));
+}
 
+function addReset(sluice: Command, run: Runner): void {
   redisOptions(
-    sluice
-      .command('reset')
-      .description('delete exactly one route and tenant’s state per limit, once confirmed')
-      .requiredOption('--config <file>', 'the policy file (JSON)')
-      .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
-      .requiredOption('--tenant <tenant>', 'the tenant id')
-      .option('--user <user>', 'the user id (for limits counted per user)')
+    scopeOptions(
+      sluice
+        .command('reset')
+        .description('delete exactly one route and tenant’s state per limit, once confirmed'),
+    )
       .option('--policy <name>', 'only this limit (repeatable; default: every limit)', collect)
       .option('--yes', 'do not ask for a confirmation (needed without a terminal)'),
   )
     .addHelpText('after', RESET_HELP)
     .action(run(async (o: ResetOptions) => (await import('./reset.js')).reset(o)));
+}
 
+function addStats(sluice: Command, run: Runner): void {
   redisOptions(
     sluice
       .command('stats')
@@ -236,7 +270,9 @@ ${EXIT_STATUS}`,
   )
     .addHelpText('after', STATS_HELP)
     .action(run(async (o: StatsOptions) => (await import('./stats.js')).stats(o)));
+}
 
+function addCheckConfig(sluice: Command, run: Runner): void {
   sluice
     .command('check-config')
     .description('validate a policy file: a summary, or every problem with its path')
@@ -249,8 +285,6 @@ ${EXIT_STATUS}`,
         (await import('./check-config.js')).checkConfig(file, await readJsonText(file), options),
       ),
     );
-
-  return sluice;
 }
 
 async function main(argv: string[]): Promise<number> {
