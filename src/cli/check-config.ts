@@ -17,6 +17,7 @@ import { parsePolicyText } from '../config/load.js';
 import type { InvalidInputError } from '../errors.js';
 import { limitNames, type ResolvedLimit } from '../http/limits.js';
 import { EXIT, issueJson, table } from './common.js';
+import { print, printError, printJson } from './output.js';
 
 /** Options of `sluice check-config`. */
 export interface CheckConfigOptions {
@@ -99,8 +100,8 @@ export async function checkConfig(
   }
   const config = policyConfigFrom(parsed);
   const routes = routeReports(config);
-  if (options.json) printJson(file, config, routes);
-  else printText(file, config, routes);
+  if (options.json) printSummaryJson(file, config, routes);
+  else printSummaryText(file, config, routes);
   return EXIT.ok;
 }
 
@@ -125,74 +126,78 @@ function printProblems(
   options: CheckConfigOptions,
 ): void {
   if (options.json) {
-    console.log(
-      JSON.stringify({ ok: false, file, valid: false, errors: issues.map(issueJson) }, null, 2),
-    );
+    printJson({ ok: false, file, valid: false, errors: issues.map(issueJson) }, null, 2);
     return;
   }
-  console.error(`${file}: invalid, ${issues.length} problem${issues.length === 1 ? '' : 's'}:`);
-  for (const issue of issues) console.error(`  ${issue.message}`);
+  printError(`${file}: invalid, ${issues.length} problem${issues.length === 1 ? '' : 's'}:`);
+  for (const issue of issues) printError(`  ${issue.message}`);
 }
 
-function printJson(file: string, config: PolicyConfig, routes: readonly RouteReport[]): void {
-  console.log(
-    JSON.stringify(
-      {
-        ok: true,
-        file,
-        valid: true,
-        format: config.format,
-        routes: routes.map(({ anyone, plans, tenants, ...r }) => ({
-          ...r,
-          limits: anyone.limits,
-          source: anyone.source,
-          plans: Object.fromEntries(Object.entries(plans).map(([p, v]) => [p, v.limits])),
-          tenants: Object.fromEntries(Object.entries(tenants).map(([t, v]) => [t, v.limits])),
-        })),
-        policies: [...config.policies].map(([name, p]) => ({
-          name,
-          algorithm: p.algorithm,
-          limit: p.limit,
-          windowMs: p.quotaWindowMs,
-          version: p.version,
-          id: p.id,
-        })),
-        plans: [...config.plans.keys()],
-        defaultPlan: config.defaultPlan ?? null,
-        tenants: Object.fromEntries(
-          [...config.tenants].map(([t, s]) => [
-            t,
-            { plan: s.plan ?? null, routes: [...s.routes.keys()] },
-          ]),
-        ),
-      },
-      null,
-      2,
-    ),
+function printSummaryJson(
+  file: string,
+  config: PolicyConfig,
+  routes: readonly RouteReport[],
+): void {
+  printJson(
+    {
+      ok: true,
+      file,
+      valid: true,
+      format: config.format,
+      routes: routes.map(({ anyone, plans, tenants, ...r }) => ({
+        ...r,
+        limits: anyone.limits,
+        source: anyone.source,
+        plans: Object.fromEntries(Object.entries(plans).map(([p, v]) => [p, v.limits])),
+        tenants: Object.fromEntries(Object.entries(tenants).map(([t, v]) => [t, v.limits])),
+      })),
+      policies: [...config.policies].map(([name, p]) => ({
+        name,
+        algorithm: p.algorithm,
+        limit: p.limit,
+        windowMs: p.quotaWindowMs,
+        version: p.version,
+        id: p.id,
+      })),
+      plans: [...config.plans.keys()],
+      defaultPlan: config.defaultPlan ?? null,
+      tenants: Object.fromEntries(
+        [...config.tenants].map(([t, s]) => [
+          t,
+          { plan: s.plan ?? null, routes: [...s.routes.keys()] },
+        ]),
+      ),
+    },
+    null,
+    2,
   );
 }
 
-function printText(file: string, config: PolicyConfig, routes: readonly RouteReport[]): void {
-  console.log(`${file}: valid (format ${config.format}): ${counts(config, routes.length)}`);
-  console.log('');
-  console.log(
+function printSummaryText(
+  file: string,
+  config: PolicyConfig,
+  routes: readonly RouteReport[],
+): void {
+  print(`${file}: valid (format ${config.format}): ${counts(config, routes.length)}`);
+  print('');
+  print(
     'routes (the limits of a tenant the file does not name, then what plans and tenants change):',
   );
   for (const r of routes) printRoute(r);
   if (config.policies.size > 0) {
-    console.log('');
-    console.log('named policies:');
+    print('');
+    print('named policies:');
     for (const line of table([...config.policies].map(([name, p]) => [name, describePolicy(p)]))) {
-      console.log(`  ${line}`);
+      print(`  ${line}`);
     }
   }
   if (config.plans.size > 0) {
-    console.log('');
-    console.log(
+    print('');
+    print(
       `plans: ${[...config.plans.keys()].map((p) => (p === config.defaultPlan ? `${p} (default)` : p)).join(', ')}`,
     );
   }
-  if (config.tenants.size > 0) console.log(`tenants: ${tenantWords(config)}`);
+  if (config.tenants.size > 0) print(`tenants: ${tenantWords(config)}`);
 }
 
 /** `2 routes, 6 named policies, 1 plan, 1 tenant with settings of their own`. */
@@ -211,12 +216,9 @@ function printRoute(r: RouteReport): void {
     r.failureMode === 'fail-open' ? `fail-open (local limit ${r.failOpenLimit})` : '',
     r.shadow ? 'shadow' : '',
   ].filter(Boolean);
-  console.log(
-    `  ${r.route}  ${r.anyone.text}${settings.length > 0 ? `  [${settings.join(', ')}]` : ''}`,
-  );
-  for (const [plan, v] of Object.entries(r.plans)) console.log(`    plan ${plan}: ${v.text}`);
-  for (const [tenant, v] of Object.entries(r.tenants))
-    console.log(`    tenant ${tenant}: ${v.text}`);
+  print(`  ${r.route}  ${r.anyone.text}${settings.length > 0 ? `  [${settings.join(', ')}]` : ''}`);
+  for (const [plan, v] of Object.entries(r.plans)) print(`    plan ${plan}: ${v.text}`);
+  for (const [tenant, v] of Object.entries(r.tenants)) print(`    tenant ${tenant}: ${v.text}`);
 }
 
 /** `acme (plan pro), globex (2 route overrides)`. */

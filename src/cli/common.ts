@@ -8,6 +8,7 @@ import { InvalidInputError, isSluiceError } from '../errors.js';
 import { connectRedis } from '../redis/node-redis/connect.js';
 import type { RedisConnection } from '../redis/node-redis/connection.js';
 import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
+import { escapeControls } from './output.js';
 
 export { CliError, DEFAULT_URL, EXIT, NAMESPACE, readJsonText, usage } from './exit.js';
 
@@ -139,10 +140,13 @@ export function duration(ms: number): string {
 /** `1,234,567`. */
 export const count = (n: number) => n.toLocaleString('en-US');
 
-/** Rows as aligned columns (numbers right-aligned, with thousands separators), two spaces apart. */
+/**
+ * Rows as aligned columns (numbers right-aligned, with thousands separators), two spaces
+ * apart; each cell as it is printed (control characters escaped), so that they stay aligned.
+ */
 export function table(rows: readonly (readonly (string | number)[])[]): string[] {
   const cells = rows.map((row) =>
-    row.map((cell) => (typeof cell === 'number' ? count(cell) : cell)),
+    row.map((cell) => (typeof cell === 'number' ? count(cell) : escapeControls(cell))),
   );
   const widths: number[] = [];
   for (const row of cells) {

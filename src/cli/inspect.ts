@@ -6,6 +6,7 @@
 import { describePolicy } from '../config/index.js';
 import type { Decision } from '../types.js';
 import { count, duration, EXIT, readConfig, redacted } from './common.js';
+import { print, printJson } from './output.js';
 import {
   header,
   onRedis,
@@ -55,56 +56,54 @@ interface PeekedState {
 function printInspectJson(session: Session, state: PeekedState, options: InspectOptions): void {
   const { found, targets } = session;
   const { decisions, ttls } = state;
-  console.log(
-    JSON.stringify(
-      {
-        ok: true,
-        route: found.route,
-        tenant: found.tenant,
-        user: options.user ?? null,
-        plan: found.plan ?? null,
-        planFrom: found.planFrom ?? null,
-        source: found.source,
-        namespace: options.namespace,
-        cost: state.cost,
-        allowed: decisions.every((d) => d.allowed),
-        limits: targets.map((t, i) => ({
-          name: t.name,
-          policy: t.policy.name,
-          algorithm: t.policy.algorithm,
-          limit: t.policy.limit,
-          windowMs: t.policy.quotaWindowMs,
-          per: t.per,
-          scope: t.scope,
-          key: t.key,
-          exists: (ttls[i] as number) !== -2,
-          pttlMs: ttls[i],
-          decision: decisions[i],
-        })),
-      },
-      (_k, v) => (v === Number.POSITIVE_INFINITY ? null : v),
-      2,
-    ),
+  printJson(
+    {
+      ok: true,
+      route: found.route,
+      tenant: found.tenant,
+      user: options.user ?? null,
+      plan: found.plan ?? null,
+      planFrom: found.planFrom ?? null,
+      source: found.source,
+      namespace: options.namespace,
+      cost: state.cost,
+      allowed: decisions.every((d) => d.allowed),
+      limits: targets.map((t, i) => ({
+        name: t.name,
+        policy: t.policy.name,
+        algorithm: t.policy.algorithm,
+        limit: t.policy.limit,
+        windowMs: t.policy.quotaWindowMs,
+        per: t.per,
+        scope: t.scope,
+        key: t.key,
+        exists: (ttls[i] as number) !== -2,
+        pttlMs: ttls[i],
+        decision: decisions[i],
+      })),
+    },
+    (_k, v) => (v === Number.POSITIVE_INFINITY ? null : v),
+    2,
   );
 }
 
 function printInspectText(session: Session, state: PeekedState, options: InspectOptions): void {
   const { found, targets } = session;
   const { cost, decisions, ttls } = state;
-  console.log(header(found, options));
-  console.log(
+  print(header(found, options));
+  print(
     `cost ${cost}, namespace "${options.namespace}" at ${redacted(session.url)} (a peek: nothing is consumed)`,
   );
   targets.forEach((t, i) => {
-    console.log('');
-    console.log(`${t.name}  ${describePolicy(t.policy)}, ${scopeWords(t.per)}`);
-    console.log(`  a take now  ${decisionWords(decisions[i] as Decision, cost)}`);
-    console.log(`  key         ${t.key}`);
-    console.log(`  PTTL        ${ttlWords(ttls[i] as number)}`);
+    print('');
+    print(`${t.name}  ${describePolicy(t.policy)}, ${scopeWords(t.per)}`);
+    print(`  a take now  ${decisionWords(decisions[i] as Decision, cost)}`);
+    print(`  key         ${t.key}`);
+    print(`  PTTL        ${ttlWords(ttls[i] as number)}`);
   });
-  console.log('');
+  print('');
   const refusing = targets.filter((_, i) => !decisions[i]?.allowed).map((t) => t.name);
-  console.log(
+  print(
     refusing.length === 0
       ? targets.length > 1
         ? 'A request now would be admitted: every limit admits it.'

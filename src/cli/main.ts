@@ -21,6 +21,7 @@ import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
 import type { InspectOptions } from './inspect.js';
+import { escapeControls, print, printError, printJson } from './output.js';
 import type { ResetOptions } from './reset.js';
 import type { StatsOptions } from './stats.js';
 
@@ -154,6 +155,17 @@ function runner(result: Result): Runner {
     };
 }
 
+/**
+ * A parsing error as commander words it (`error: unknown option '--x'`, an option's invalid
+ * value), its control characters escaped but for the line break before a suggestion of ours.
+ */
+function commanderError(text: string): string {
+  const message = text.replace(/\n$/, '');
+  const suggestion = /\n\(Did you mean [^\n]*\?\)$/.exec(message);
+  const given = suggestion === null ? message : message.slice(0, suggestion.index);
+  return `${escapeControls(given)}${suggestion?.[0] ?? ''}\n`;
+}
+
 /** Builds the program; actions store their exit status in `result.code`. */
 function program(argv: readonly string[], result: Result): Command {
   const run = runner(result);
@@ -164,6 +176,7 @@ function program(argv: readonly string[], result: Result): Command {
     .helpOption('-h, --help', 'show this text (after a command: that command’s usage)')
     .helpCommand('help [command]', 'show this text, or a command’s')
     .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(commanderError(text)) })
     .showHelpAfterError()
     .addHelpText(
       'after',
@@ -293,8 +306,9 @@ async function main(argv: string[]): Promise<number> {
   // `help nope` is a usage error, like `nope`.
   if (argv[0] === 'help' && argv[1] !== undefined && !argv[1].startsWith('-')) {
     if (!sluice.commands.some((c) => c.name() === argv[1])) {
-      console.error(`error: unknown command '${argv[1]}'\n`);
-      console.error(sluice.helpInformation());
+      printError(`error: unknown command '${argv[1]}'`);
+      printError('');
+      console.error(sluice.helpInformation()); // our own text
       return EXIT.usage;
     }
   }
@@ -306,17 +320,15 @@ async function main(argv: string[]): Promise<number> {
       // Help and version exit 0; every parsing error is a usage error.
       if (error.exitCode === 0) return EXIT.ok;
       if (argv.includes('--json')) {
-        console.log(JSON.stringify({ ok: false, error: error.message.replace(/^error: /, '') }));
+        printJson({ ok: false, error: error.message.replace(/^error: /, '') });
       }
       return EXIT.usage;
     }
     if (error instanceof CliError) {
       const name = argv.find((a) => !a.startsWith('-')) ?? '';
-      console.error(`sluice ${name}: ${error.message}`);
-      for (const line of error.details) console.error(line);
-      if (result.json) {
-        console.log(JSON.stringify({ ok: false, error: error.message, ...error.json }, null, 2));
-      }
+      printError(`sluice ${name}: ${error.message}`);
+      for (const line of error.details) printError(line);
+      if (result.json) printJson({ ok: false, error: error.message, ...error.json }, null, 2);
       return error.exitCode;
     }
     throw error;
@@ -326,14 +338,14 @@ async function main(argv: string[]): Promise<number> {
 async function demo(json: boolean): Promise<number> {
   const { NoRedisError, runDemo } = await import('../demo/run.js');
   try {
-    const report = await runDemo(json ? undefined : (line) => console.log(line));
-    if (json) console.log(JSON.stringify(report, null, 2));
+    const report = await runDemo(json ? undefined : print);
+    if (json) printJson(report, null, 2);
     return report.pass ? 0 : 1;
   } catch (error) {
     if (error instanceof NoRedisError) {
-      console.error(error.message);
+      for (const line of error.lines) printError(line);
       // Scripts reading --json get an object whatever happened.
-      if (json) console.log(JSON.stringify({ pass: false, error: error.message }, null, 2));
+      if (json) printJson({ pass: false, error: error.message }, null, 2);
       return 2;
     }
     throw error;
@@ -345,7 +357,7 @@ function bench(args: string[]): number {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const entry = `${root}bench/run.ts`;
   if (!existsSync(entry)) {
-    console.error(
+    printError(
       'sluice bench: the benchmark harness ships with the source repository, not the package.',
     );
     return 2;

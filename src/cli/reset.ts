@@ -4,6 +4,7 @@
  */
 import { createInterface } from 'node:readline/promises';
 import { CliError, EXIT, readConfig, redacted, usage } from './common.js';
+import { escapeControls, print, printError, printJson } from './output.js';
 import {
   header,
   onRedis,
@@ -74,11 +75,12 @@ function showScope(
   ttls: readonly number[],
   options: ResetOptions,
 ): void {
-  const out = options.json ? console.error : console.log;
+  const out = options.json ? printError : print;
   out(header(session.found, options));
   out(`namespace "${options.namespace}" at ${redacted(session.url)}; the state of:`);
   targets.forEach((t, i) => {
-    out(`  ${t.name}  ${scopeWords(t.per)}\n    ${t.key}  ${ttlWords(ttls[i] as number)}`);
+    out(`  ${t.name}  ${scopeWords(t.per)}`);
+    out(`    ${t.key}  ${ttlWords(ttls[i] as number)}`);
   });
 }
 
@@ -88,7 +90,9 @@ async function confirm(limits: number): Promise<void> {
   let answer: string;
   try {
     answer = await rl.question(
-      `Delete the state of ${limits === 1 ? 'this limit' : `these ${limits} limits`}? Type "yes": `,
+      escapeControls(
+        `Delete the state of ${limits === 1 ? 'this limit' : `these ${limits} limits`}? Type "yes": `,
+      ),
     );
   } finally {
     rl.close();
@@ -105,35 +109,33 @@ function printResetJson(
   options: ResetOptions,
 ): void {
   const { found } = session;
-  console.log(
-    JSON.stringify(
-      {
-        ok: true,
-        route: found.route,
-        tenant: found.tenant,
-        user: options.user ?? null,
-        plan: found.plan ?? null,
-        namespace: options.namespace,
-        reset: targets.map((t, i) => ({
-          name: t.name,
-          policy: t.policy.name,
-          per: t.per,
-          key: t.key,
-          deleted: existed[i],
-        })),
-      },
-      null,
-      2,
-    ),
+  printJson(
+    {
+      ok: true,
+      route: found.route,
+      tenant: found.tenant,
+      user: options.user ?? null,
+      plan: found.plan ?? null,
+      namespace: options.namespace,
+      reset: targets.map((t, i) => ({
+        name: t.name,
+        policy: t.policy.name,
+        per: t.per,
+        key: t.key,
+        deleted: existed[i],
+      })),
+    },
+    null,
+    2,
   );
 }
 
 function printResetText(targets: readonly Target[], existed: readonly boolean[]): void {
   targets.forEach((t, i) => {
-    console.log(`${existed[i] ? 'deleted ' : 'no state'}  ${t.name}  ${t.key}`);
+    print(`${existed[i] ? 'deleted ' : 'no state'}  ${t.name}  ${t.key}`);
   });
   const n = existed.filter(Boolean).length;
-  console.log(
+  print(
     `${n} key${n === 1 ? '' : 's'} deleted; every limiter on this namespace stops answering cached denials for them within 750 ms.`,
   );
 }

@@ -22,6 +22,7 @@ import {
   redisUrl,
   usage,
 } from './common.js';
+import { printError } from './output.js';
 
 /** The options that name a scope: the policy file, the route, the tenant and the user. */
 export interface ScopeOptions extends RedisOptions {
@@ -110,7 +111,7 @@ function limiterFor(client: Client, namespace: string): RateLimiter {
     denialCache: false,
     timeoutMs: 5000,
     // One line, as the command's own output; a replica still answers inspect.
-    onWarning: (warning) => console.error(`warning: ${warning.message}`),
+    onWarning: (warning) => printError(`warning: ${warning.message}`),
   });
 }
 

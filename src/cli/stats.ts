@@ -24,6 +24,7 @@ import {
   table,
   usage,
 } from './common.js';
+import { escapeControls, print, printError, printJson } from './output.js';
 
 /** Options of `sluice stats`. */
 export interface StatsOptions {
@@ -107,8 +108,8 @@ async function report(client: Client, url: string, options: StatsOptions): Promi
   const server = await serverFacts(send);
   const scan = await scanKeys(send, options, server.dbsize);
   const warnings = warningsOf(server, scan, options);
-  if (options.json) printJson(url, server, scan, warnings, options);
-  else printText(url, server, scan, warnings, options);
+  if (options.json) printStatsJson(url, server, scan, warnings, options);
+  else printStatsText(url, server, scan, warnings, options);
   return EXIT.ok;
 }
 
@@ -218,7 +219,9 @@ async function scanKeys(send: Send, options: StatsOptions, dbsize: number): Prom
 
 /** One progress line on stderr: rewritten in place on a terminal, else one line each time. */
 function showProgress(scanned: number, dbsize: number, elapsedMs: number, final: boolean): void {
-  const line = `sluice stats: scanned ${count(scanned)} of about ${count(dbsize)} keys in ${duration(elapsedMs)}`;
+  const line = escapeControls(
+    `sluice stats: scanned ${count(scanned)} of about ${count(dbsize)} keys in ${duration(elapsedMs)}`,
+  );
   if (process.stderr.isTTY) process.stderr.write(`\r${line}${final ? '\n' : ''}`);
   else if (!final) process.stderr.write(`${line}\n`);
 }
@@ -271,7 +274,7 @@ const algorithmNames = () => [...ALGORITHMS.values()];
 /** The namespaces found, by name. */
 const byName = (scan: ScanCounts) => [...scan.namespaces].sort(([a], [b]) => a.localeCompare(b));
 
-function printJson(
+function printStatsJson(
   url: string,
   server: ServerFacts,
   scan: ScanCounts,
@@ -279,50 +282,48 @@ function printJson(
   options: StatsOptions,
 ): void {
   const algorithms = algorithmNames();
-  console.log(
-    JSON.stringify(
-      {
-        ok: true,
-        url: redacted(url),
-        server: {
-          version: server.version,
-          mode: server.mode,
-          role: server.role,
-          usedMemoryHuman: server.usedMemoryHuman,
-          maxmemory: server.maxmemory,
-          maxmemoryHuman: server.maxmemoryHuman,
-          maxmemoryPolicy: server.policy || 'unknown',
-          maxmemoryPolicyFrom: server.policyFrom,
-        },
-        scan: {
-          namespace: options.namespace ?? null,
-          scanned: scan.scanned,
-          dbsize: server.dbsize,
-          complete: !scan.partial,
-          elapsedMs: Math.round(scan.elapsedMs),
-        },
-        namespaces: Object.fromEntries(
-          byName(scan).map(([ns, c]) => [
-            ns,
-            {
-              keys: c.keys,
-              algorithms: Object.fromEntries(algorithms.map((a) => [a, c.algorithms[a] ?? 0])),
-              tenantWideKeys: c.tenantWide,
-              tenants: c.tenants.size,
-              resetEpoch: c.resetEpoch,
-            },
-          ]),
-        ),
-        otherKeys: scan.other,
-        warnings,
+  printJson(
+    {
+      ok: true,
+      url: redacted(url),
+      server: {
+        version: server.version,
+        mode: server.mode,
+        role: server.role,
+        usedMemoryHuman: server.usedMemoryHuman,
+        maxmemory: server.maxmemory,
+        maxmemoryHuman: server.maxmemoryHuman,
+        maxmemoryPolicy: server.policy || 'unknown',
+        maxmemoryPolicyFrom: server.policyFrom,
       },
-      null,
-      2,
-    ),
+      scan: {
+        namespace: options.namespace ?? null,
+        scanned: scan.scanned,
+        dbsize: server.dbsize,
+        complete: !scan.partial,
+        elapsedMs: Math.round(scan.elapsedMs),
+      },
+      namespaces: Object.fromEntries(
+        byName(scan).map(([ns, c]) => [
+          ns,
+          {
+            keys: c.keys,
+            algorithms: Object.fromEntries(algorithms.map((a) => [a, c.algorithms[a] ?? 0])),
+            tenantWideKeys: c.tenantWide,
+            tenants: c.tenants.size,
+            resetEpoch: c.resetEpoch,
+          },
+        ]),
+      ),
+      otherKeys: scan.other,
+      warnings,
+    },
+    null,
+    2,
   );
 }
 
-function printText(
+function printStatsText(
   url: string,
   server: ServerFacts,
   scan: ScanCounts,
@@ -330,20 +331,20 @@ function printText(
   options: StatsOptions,
 ): void {
   const { partial } = scan;
-  console.log(
+  print(
     `Redis ${server.version} (${server.mode}, role ${server.role}) at ${redacted(url)}: used memory ${server.usedMemoryHuman}, maxmemory ${
       server.maxmemory === 0 ? '0 (no limit)' : server.maxmemoryHuman
     }, maxmemory-policy ${server.policy || 'unknown'}`,
   );
-  console.log(
+  print(
     `${partial ? 'partial scan' : 'scanned'}: ${count(scan.scanned)} keys${
       options.namespace === undefined ? '' : ` matching ${options.namespace}:*`
     } of ${count(server.dbsize)} in ${duration(scan.elapsedMs)}${partial ? ' (stopped at --max-seconds)' : ''}`,
   );
-  console.log('');
+  print('');
   const sorted = byName(scan);
   if (sorted.length === 0) {
-    console.log('no sluice keys');
+    print('no sluice keys');
   } else {
     const algorithms = algorithmNames();
     const rows: (string | number)[][] = [
@@ -356,9 +357,9 @@ function printText(
         c.tenantWide,
       ]),
     ];
-    for (const line of table(rows)) console.log(line);
+    for (const line of table(rows)) print(line);
   }
-  console.log('');
-  console.log(`other keys (not sluice's): ${count(scan.other)}`);
-  for (const warning of warnings) console.error(`warning: ${warning}`);
+  print('');
+  print(`other keys (not sluice's): ${count(scan.other)}`);
+  for (const warning of warnings) printError(`warning: ${warning}`);
 }

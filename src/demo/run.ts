@@ -51,8 +51,18 @@ export interface DemoReport {
   readonly failures: string[];
 }
 
-/** Raised when no Redis can be found; the message says how to get one. */
-export class NoRedisError extends Error {}
+/**
+ * Raised when no Redis can be found; the message says how to get one. Its `lines` are the
+ * message's lines: what is printed of them is for the printer to escape.
+ */
+export class NoRedisError extends Error {
+  readonly lines: readonly string[];
+
+  constructor(...lines: string[]) {
+    super(lines.join('\n'));
+    this.lines = lines;
+  }
+}
 
 /** `REDIS_URL`'s host when it is a URL that a Redis answers on; else a `NoRedisError`. */
 async function reachable(redisUrl: string): Promise<string> {
@@ -143,13 +153,11 @@ async function findRedis(cleanups: Cleanup[]): Promise<{ url: string; label: str
   if (given) return { url: given, label: `REDIS_URL (${await reachable(given)})` };
   if (!hasRedisServer()) {
     throw new NoRedisError(
-      [
-        'No Redis to talk to: REDIS_URL is not set and redis-server is not installed.',
-        'Either install it:   sudo apt-get install -y redis-server',
-        'or run one in Docker: docker run -d -p 127.0.0.1:16379:6379 redis:7',
-        '                      REDIS_URL=redis://127.0.0.1:16379 npx sluice demo',
-        '(in a checkout of the repository: docker compose -f examples/redis.compose.yaml up -d)',
-      ].join('\n'),
+      'No Redis to talk to: REDIS_URL is not set and redis-server is not installed.',
+      'Either install it:   sudo apt-get install -y redis-server',
+      'or run one in Docker: docker run -d -p 127.0.0.1:16379:6379 redis:7',
+      '                      REDIS_URL=redis://127.0.0.1:16379 npx sluice demo',
+      '(in a checkout of the repository: docker compose -f examples/redis.compose.yaml up -d)',
     );
   }
   const redis: PrivateRedis = await startRedisServer();
