@@ -772,3 +772,120 @@ describe('sluice: control characters from a user', () => {
     assert.ok(runs.help.stderr.startsWith("error: unknown command 'n\\x1bope'\n\nUsage: sluice"));
   });
 });
+
+describe('sluice: a Redis that refuses the setup or a command', () => {
+  const password = 'open-sesame';
+  const locked = useRedis(['--requirepass', password]);
+  const at = (auth: string, path = '') => `redis://${auth}127.0.0.1:${locked.server.port}${path}`;
+  const shown = (auth: string, path = '') => at(auth, path).replace(/[.]/g, '\\.');
+  const scope = [
+    '--config',
+    file,
+    '--route',
+    'GET/search',
+    '--tenant',
+    't',
+    '--user',
+    'u',
+  ] as const;
+  before(async () => {
+    // ACL users, each without one command that a sluice command runs.
+    const admin = await locked.client({ url: at(`:${password}@`), fastPath: false });
+    const users = { nopttl: ['-pttl'], noscript: ['-evalsha', '-eval'], noinfo: ['-info'] };
+    for (const [user, rules] of Object.entries(users)) {
+      await admin.client.sendCommand([
+        'ACL',
+        'SETUSER',
+        user,
+        'on',
+        `>${user}-pw`,
+        '~*',
+        '+@all',
+        ...rules,
+      ]);
+    }
+  });
+  /** Exit 2, one message with no stack trace, no "cannot reach", no raw reply, no password. */
+  const refused = (run: Run, what: string) => {
+    assert.equal(run.code, 2, `${what}: ${run.stderr}`);
+    noStack(run);
+    assert.doesNotMatch(run.stderr, /cannot reach|replied:|failed:/, what);
+    assert.doesNotMatch(
+      run.stderr + run.stdout,
+      /open-sesame|b4d-pass|-pw@/,
+      `${what}: a password`,
+    );
+  };
+
+  it('at the start: no password, a wrong one, an unknown user, a database it lacks, TLS to a plain server', async () => {
+    const [none, wrong, ghost, database, tls] = await Promise.all([
+      sluice(['stats', '--url', at('')]),
+      sluice(['inspect', ...scope, '--url', at(':b4d-pass@')]),
+      sluice(['reset', ...scope, '--yes', '--url', at('ghost:b4d-pass@')]),
+      sluice(['inspect', ...scope, '--json', '--url', at(`:${password}@`, '/99')]),
+      sluice(['stats', '--url', at('').replace('redis:', 'rediss:')]),
+    ]);
+    for (const [what, run] of Object.entries({ none, wrong, ghost, database, tls })) {
+      refused(run, what);
+    }
+    assert.match(
+      none.stderr,
+      new RegExp(
+        `^sluice stats: Redis at ${shown('')} refused the connection: it requires a password \\(NOAUTH `,
+      ),
+    );
+    assert.match(none.stderr, /\nGive it in --url or REDIS_URL: redis:\/\/:password@host:port/);
+    assert.match(
+      wrong.stderr,
+      new RegExp(
+        `^sluice inspect: Redis at ${shown(':\\*\\*\\*@')} refused the connection: wrong password or unknown user \\(WRONGPASS `,
+      ),
+    );
+    assert.match(
+      ghost.stderr,
+      new RegExp(
+        `^sluice reset: Redis at ${shown('ghost:\\*\\*\\*@')} refused the connection: wrong password or unknown user \\(WRONGPASS `,
+      ),
+    );
+    assert.match(
+      json(database).error,
+      new RegExp(
+        `^Redis at ${shown(':\\*\\*\\*@', '/99')} refused the connection: it has no database 99 \\(`,
+      ),
+    );
+    assert.match(tls.stderr, /refused the connection: the TLS handshake failed \(/);
+  });
+
+  it('on a running connection: an ACL user that may not run PTTL, EVALSHA or INFO (inspect, reset, stats)', async () => {
+    const runs = await Promise.all([
+      sluice(['inspect', ...scope, '--url', at('nopttl:nopttl-pw@')]),
+      sluice(['reset', ...scope, '--yes', '--url', at('nopttl:nopttl-pw@')]),
+      sluice(['inspect', ...scope, '--url', at('noscript:noscript-pw@')]),
+      sluice(['reset', ...scope, '--yes', '--json', '--url', at('noscript:noscript-pw@')]),
+      sluice(['stats', '--url', at('noinfo:noinfo-pw@')]),
+      sluice(['stats', '--json', '--url', at('noinfo:noinfo-pw@')]),
+    ]);
+    const expected: [string, string, string][] = [
+      ['inspect', 'nopttl', 'PTTL'],
+      ['reset', 'nopttl', 'PTTL'],
+      ['inspect', 'noscript', 'EVALSHA'],
+      ['reset', 'noscript', 'EVALSHA'],
+      ['stats', 'noinfo', 'INFO'],
+      ['stats', 'noinfo', 'INFO'],
+    ];
+    runs.forEach((run, i) => {
+      const [command, user, denied] = expected[i] as [string, string, string];
+      refused(run, `${command} as ${user}`);
+      assert.match(
+        run.stderr,
+        new RegExp(
+          `^sluice ${command}: Redis at ${shown(`${user}:\\*\\*\\*@`)} refused a command: the user may not run ${denied} \\(NOPERM `,
+          'm',
+        ),
+        run.stderr,
+      );
+    });
+    assert.match(json(runs[3] as Run).error, /refused a command: the user may not run EVALSHA/);
+    assert.match(json(runs[5] as Run).error, /refused a command: the user may not run INFO/);
+  });
+});
