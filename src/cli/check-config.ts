@@ -17,6 +17,7 @@ import { parsePolicyText } from '../config/load.js';
 import type { InvalidInputError } from '../errors.js';
 import { limitNames, type ResolvedLimit } from '../http/limits.js';
 import { EXIT, issueJson, table } from './common.js';
+import { print, printError, printJson } from './output.js';
 
 /** Options of `sluice check-config`. */
 export interface CheckConfigOptions {
@@ -94,18 +95,21 @@ export async function checkConfig(
 ): Promise<number> {
   const { parsed, issues } = read(text);
   if (issues.length > 0) {
-    if (options.json) {
-      console.log(
-        JSON.stringify({ ok: false, file, valid: false, errors: issues.map(issueJson) }, null, 2),
-      );
-    } else {
-      console.error(`${file}: invalid, ${issues.length} problem${issues.length === 1 ? '' : 's'}:`);
-      for (const issue of issues) console.error(`  ${issue.message}`);
-    }
+    printProblems(file, issues, options);
     return EXIT.failed;
   }
   const config = policyConfigFrom(parsed);
-  const routes = [...config.routes.values()].map((settings) => ({
+  const routes = routeReports(config);
+  if (options.json) printSummaryJson(file, config, routes);
+  else printSummaryText(file, config, routes);
+  return EXIT.ok;
+}
+
+/** One route of the file: its settings and its limits, for anyone and per plan and tenant. */
+type RouteReport = ReturnType<typeof routeReports>[number];
+
+function routeReports(config: PolicyConfig) {
+  return [...config.routes.values()].map((settings) => ({
     route: settings.route,
     cost: settings.cost,
     failureMode: settings.failureMode,
@@ -114,100 +118,120 @@ export async function checkConfig(
     perTenant: typeof settings.policy === 'function',
     ...routeSummary(config, settings.route),
   }));
+}
+
+function printProblems(
+  file: string,
+  issues: readonly InvalidInputError[],
+  options: CheckConfigOptions,
+): void {
   if (options.json) {
-    console.log(
-      JSON.stringify(
-        {
-          ok: true,
-          file,
-          valid: true,
-          format: config.format,
-          routes: routes.map(({ anyone, plans, tenants, ...r }) => ({
-            ...r,
-            limits: anyone.limits,
-            source: anyone.source,
-            plans: Object.fromEntries(Object.entries(plans).map(([p, v]) => [p, v.limits])),
-            tenants: Object.fromEntries(Object.entries(tenants).map(([t, v]) => [t, v.limits])),
-          })),
-          policies: [...config.policies].map(([name, p]) => ({
-            name,
-            algorithm: p.algorithm,
-            limit: p.limit,
-            windowMs: p.quotaWindowMs,
-            version: p.version,
-            id: p.id,
-          })),
-          plans: [...config.plans.keys()],
-          defaultPlan: config.defaultPlan ?? null,
-          tenants: Object.fromEntries(
-            [...config.tenants].map(([t, s]) => [
-              t,
-              { plan: s.plan ?? null, routes: [...s.routes.keys()] },
-            ]),
-          ),
-        },
-        null,
-        2,
-      ),
-    );
-    return EXIT.ok;
+    printJson({ ok: false, file, valid: false, errors: issues.map(issueJson) }, null, 2);
+    return;
   }
-  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
-  console.log(
-    `${file}: valid (format ${config.format}): ${plural(routes.length, 'route')}, ${plural(
-      config.policies.size,
-      'named polic',
-    )
-      .replace(/polics$/, 'policies')
-      .replace(
-        /polic$/,
-        'policy',
-      )}, ${plural(config.plans.size, 'plan')}, ${plural(config.tenants.size, 'tenant')} with settings of their own`,
+  printError(`${file}: invalid, ${issues.length} problem${issues.length === 1 ? '' : 's'}:`);
+  for (const issue of issues) printError(`  ${issue.message}`);
+}
+
+function printSummaryJson(
+  file: string,
+  config: PolicyConfig,
+  routes: readonly RouteReport[],
+): void {
+  printJson(
+    {
+      ok: true,
+      file,
+      valid: true,
+      format: config.format,
+      routes: routes.map(({ anyone, plans, tenants, ...r }) => ({
+        ...r,
+        limits: anyone.limits,
+        source: anyone.source,
+        plans: Object.fromEntries(Object.entries(plans).map(([p, v]) => [p, v.limits])),
+        tenants: Object.fromEntries(Object.entries(tenants).map(([t, v]) => [t, v.limits])),
+      })),
+      policies: [...config.policies].map(([name, p]) => ({
+        name,
+        algorithm: p.algorithm,
+        limit: p.limit,
+        windowMs: p.quotaWindowMs,
+        version: p.version,
+        id: p.id,
+      })),
+      plans: [...config.plans.keys()],
+      defaultPlan: config.defaultPlan ?? null,
+      tenants: Object.fromEntries(
+        [...config.tenants].map(([t, s]) => [
+          t,
+          { plan: s.plan ?? null, routes: [...s.routes.keys()] },
+        ]),
+      ),
+    },
+    null,
+    2,
   );
-  console.log('');
-  console.log(
+}
+
+function printSummaryText(
+  file: string,
+  config: PolicyConfig,
+  routes: readonly RouteReport[],
+): void {
+  print(`${file}: valid (format ${config.format}): ${counts(config, routes.length)}`);
+  print('');
+  print(
     'routes (the limits of a tenant the file does not name, then what plans and tenants change):',
   );
-  for (const r of routes) {
-    const settings = [
-      r.cost === 1 ? '' : `cost ${r.cost}`,
-      r.failureMode === 'fail-open' ? `fail-open (local limit ${r.failOpenLimit})` : '',
-      r.shadow ? 'shadow' : '',
-    ].filter(Boolean);
-    console.log(
-      `  ${r.route}  ${r.anyone.text}${settings.length > 0 ? `  [${settings.join(', ')}]` : ''}`,
-    );
-    for (const [plan, v] of Object.entries(r.plans)) console.log(`    plan ${plan}: ${v.text}`);
-    for (const [tenant, v] of Object.entries(r.tenants))
-      console.log(`    tenant ${tenant}: ${v.text}`);
-  }
+  for (const r of routes) printRoute(r);
   if (config.policies.size > 0) {
-    console.log('');
-    console.log('named policies:');
+    print('');
+    print('named policies:');
     for (const line of table([...config.policies].map(([name, p]) => [name, describePolicy(p)]))) {
-      console.log(`  ${line}`);
+      print(`  ${line}`);
     }
   }
   if (config.plans.size > 0) {
-    console.log('');
-    console.log(
+    print('');
+    print(
       `plans: ${[...config.plans.keys()].map((p) => (p === config.defaultPlan ? `${p} (default)` : p)).join(', ')}`,
     );
   }
-  if (config.tenants.size > 0) {
-    console.log(
-      `tenants: ${[...config.tenants]
-        .map(([t, s]) => {
-          const parts = [
-            s.plan === undefined ? '' : `plan ${s.plan}`,
-            s.routes.size === 0
-              ? ''
-              : `${s.routes.size} route override${s.routes.size === 1 ? '' : 's'}`,
-          ].filter(Boolean);
-          return `${t} (${parts.join(', ')})`;
-        })
-        .join(', ')}`,
-    );
-  }
-  return EXIT.ok;
+  if (config.tenants.size > 0) print(`tenants: ${tenantWords(config)}`);
+}
+
+/** `2 routes, 6 named policies, 1 plan, 1 tenant with settings of their own`. */
+function counts(config: PolicyConfig, routes: number): string {
+  const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+  const policies = plural(config.policies.size, 'named polic')
+    .replace(/polics$/, 'policies')
+    .replace(/polic$/, 'policy');
+  return `${plural(routes, 'route')}, ${policies}, ${plural(config.plans.size, 'plan')}, ${plural(config.tenants.size, 'tenant')} with settings of their own`;
+}
+
+/** A route's limits and settings, then those of each plan and tenant that changes them. */
+function printRoute(r: RouteReport): void {
+  const settings = [
+    r.cost === 1 ? '' : `cost ${r.cost}`,
+    r.failureMode === 'fail-open' ? `fail-open (local limit ${r.failOpenLimit})` : '',
+    r.shadow ? 'shadow' : '',
+  ].filter(Boolean);
+  print(`  ${r.route}  ${r.anyone.text}${settings.length > 0 ? `  [${settings.join(', ')}]` : ''}`);
+  for (const [plan, v] of Object.entries(r.plans)) print(`    plan ${plan}: ${v.text}`);
+  for (const [tenant, v] of Object.entries(r.tenants)) print(`    tenant ${tenant}: ${v.text}`);
+}
+
+/** `acme (plan pro), globex (2 route overrides)`. */
+function tenantWords(config: PolicyConfig): string {
+  return [...config.tenants]
+    .map(([t, s]) => {
+      const parts = [
+        s.plan === undefined ? '' : `plan ${s.plan}`,
+        s.routes.size === 0
+          ? ''
+          : `${s.routes.size} route override${s.routes.size === 1 ? '' : 's'}`,
+      ].filter(Boolean);
+      return `${t} (${parts.join(', ')})`;
+    })
+    .join(', ');
 }

@@ -4,12 +4,15 @@
  */
 import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/index.js';
 import { parsePolicyText } from '../config/load.js';
-import { InvalidInputError, isSluiceError } from '../errors.js';
+import type { InvalidInputError } from '../errors.js';
 import { connectRedis } from '../redis/node-redis/connect.js';
 import type { RedisConnection } from '../redis/node-redis/connection.js';
 import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
+import { commandFailure, connectFailure } from './failures.js';
+import { escapeControls } from './output.js';
 
 export { CliError, DEFAULT_URL, EXIT, NAMESPACE, readJsonText, usage } from './exit.js';
+export { redacted } from './failures.js';
 
 /** The options every Redis command takes. */
 export interface RedisOptions {
@@ -23,23 +26,12 @@ export function redisUrl(options: { url?: string }): string {
   return options.url ?? process.env.REDIS_URL ?? DEFAULT_URL;
 }
 
-/** The URL without its password, for messages: `redis://user:***@host:6379/0`. */
-export function redacted(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password === '') return url;
-    parsed.password = '***';
-    return parsed.toString();
-  } catch {
-    return url.replace(/\/\/[^@/]*@/, '//***@');
-  }
-}
-
 export type Client = RedisConnection;
 
 /**
- * Connects to Redis once, without reconnecting. An unreachable Redis or a bad URL is a
- * setup error (exit 2) with a one-line message, never a stack trace.
+ * Connects to Redis once, without reconnecting. An unreachable Redis, one that refuses the
+ * setup (a password, a database, TLS) or a bad URL is a setup error (exit 2) with a one-line
+ * message, never a stack trace.
  */
 export async function connect(url: string): Promise<Client> {
   try {
@@ -51,20 +43,7 @@ export async function connect(url: string): Promise<Client> {
       onError: () => {},
     });
   } catch (error) {
-    if (error instanceof InvalidInputError) {
-      throw new CliError(
-        `${redacted(url)} is not a redis://, rediss:// or unix:// URL (--url, REDIS_URL)`,
-        EXIT.usage,
-      );
-    }
-    if (isSluiceError(error)) {
-      throw new CliError(
-        `cannot reach Redis at ${redacted(url)}: ${error.message.replace(/^Redis unavailable: /, '')}`,
-        EXIT.usage,
-        ['Give its address with --url or REDIS_URL (default redis://127.0.0.1:6379).'],
-      );
-    }
-    throw error;
+    throw connectFailure(error, url);
   }
 }
 
@@ -78,18 +57,11 @@ export async function disconnect(client: Client): Promise<void> {
 }
 
 /**
- * Maps a failure of a Redis command to a setup error (exit 2): a timeout, a lost
- * connection, an error reply (`NOAUTH`, `NOPERM`…).
+ * Maps a failure of a Redis command to a setup error (exit 2): a refusal (`NOAUTH`,
+ * `WRONGPASS`, `NOPERM`…) in words, a timeout, a lost connection, another error reply.
  */
 export function redisFailure(error: unknown, url: string): never {
-  if (isSluiceError(error) && error.code !== 'SLUICE_INVALID_INPUT') {
-    throw new CliError(`Redis at ${redacted(url)} failed: ${error.message}`, EXIT.usage);
-  }
-  if (error instanceof Error && !(error instanceof CliError) && /^[A-Z]+ /.test(error.message)) {
-    // An error reply from node-redis's own commands (NOAUTH, NOPERM, ERR unknown command…).
-    throw new CliError(`Redis at ${redacted(url)} replied: ${error.message}`, EXIT.usage);
-  }
-  throw error;
+  throw commandFailure(error, url);
 }
 
 /**
@@ -139,10 +111,13 @@ export function duration(ms: number): string {
 /** `1,234,567`. */
 export const count = (n: number) => n.toLocaleString('en-US');
 
-/** Rows as aligned columns (numbers right-aligned, with thousands separators), two spaces apart. */
+/**
+ * Rows as aligned columns (numbers right-aligned, with thousands separators), two spaces
+ * apart; each cell as it is printed (control characters escaped), so that they stay aligned.
+ */
 export function table(rows: readonly (readonly (string | number)[])[]): string[] {
   const cells = rows.map((row) =>
-    row.map((cell) => (typeof cell === 'number' ? count(cell) : cell)),
+    row.map((cell) => (typeof cell === 'number' ? count(cell) : escapeControls(cell))),
   );
   const widths: number[] = [];
   for (const row of cells) {

@@ -20,7 +20,9 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
-import type { InspectOptions, ResetOptions } from './scopes.js';
+import type { InspectOptions } from './inspect.js';
+import { escapeControls, print, printError, printJson } from './output.js';
+import type { ResetOptions } from './reset.js';
 import type { StatsOptions } from './stats.js';
 
 // Each command's module (and the Redis client under it) is loaded when the command runs:
@@ -131,18 +133,42 @@ function redisOptions(command: Command, namespace = true): Command {
   return command.option('--json', 'print one JSON object (for scripts)');
 }
 
-/** Builds the program; actions store their exit status in `result.code`. */
-function program(argv: readonly string[], result: { code: number; json: boolean }): Command {
-  const run =
-    <A extends unknown[]>(action: (...args: A) => Promise<number> | number) =>
-    async (...args: A) => {
+/** What a command's action leaves for `main`: its exit status, and whether it answers in JSON. */
+interface Result {
+  code: number;
+  json: boolean;
+}
+
+/** Wraps a command's action so that it stores its exit status (and `--json`) in `result`. */
+type Runner = <A extends unknown[]>(
+  action: (...args: A) => Promise<number> | number,
+) => (...args: A) => Promise<void>;
+
+function runner(result: Result): Runner {
+  return (action) =>
+    async (...args) => {
       const options = args.find(
         (a) => typeof a === 'object' && a !== null && !(a instanceof Command),
       );
       result.json = (options as { json?: boolean } | undefined)?.json === true;
       result.code = await action(...args);
     };
+}
 
+/**
+ * A parsing error as commander words it (`error: unknown option '--x'`, an option's invalid
+ * value), its control characters escaped but for the line break before a suggestion of ours.
+ */
+function commanderError(text: string): string {
+  const message = text.replace(/\n$/, '');
+  const suggestion = /\n\(Did you mean [^\n]*\?\)$/.exec(message);
+  const given = suggestion === null ? message : message.slice(0, suggestion.index);
+  return `${escapeControls(given)}${suggestion?.[0] ?? ''}\n`;
+}
+
+/** Builds the program; actions store their exit status in `result.code`. */
+function program(argv: readonly string[], result: Result): Command {
+  const run = runner(result);
   const sluice = new Command('sluice')
     .usage('<command> [options]')
     .description('Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark.')
@@ -150,6 +176,7 @@ function program(argv: readonly string[], result: { code: number; json: boolean 
     .helpOption('-h, --help', 'show this text (after a command: that command’s usage)')
     .helpCommand('help [command]', 'show this text, or a command’s')
     .exitOverride()
+    .configureOutput({ outputError: (text, write) => write(commanderError(text)) })
     .showHelpAfterError()
     .addHelpText(
       'after',
@@ -159,7 +186,16 @@ on failure); inspect, reset and stats take --url (else REDIS_URL, else
 ${DEFAULT_URL}).
 ${EXIT_STATUS}`,
     );
+  addDemo(sluice, run);
+  addBench(sluice, run, argv);
+  addInspect(sluice, run);
+  addReset(sluice, run);
+  addStats(sluice, run);
+  addCheckConfig(sluice, run);
+  return sluice;
+}
 
+function addDemo(sluice: Command, run: Runner): void {
   sluice
     .command('demo')
     .description(
@@ -168,7 +204,9 @@ ${EXIT_STATUS}`,
     .option('--json', 'print one JSON object (the report) instead of the narration')
     .addHelpText('after', DEMO_HELP)
     .action(run((options: { json?: boolean }) => demo(options.json === true)));
+}
 
+function addBench(sluice: Command, run: Runner, argv: readonly string[]): void {
   sluice
     .command('bench')
     .description('the benchmark harness against other limiters (needs a source checkout)')
@@ -182,40 +220,50 @@ ${EXIT_STATUS}`,
     .option('--out <dir>', 'where RESULTS.md and the SVG go')
     .addHelpText('after', BENCH_HELP)
     .action(run(() => bench(argv.slice(argv.indexOf('bench') + 1))));
+}
 
+/** `--config`, `--route`, `--tenant` and `--user`: the scope `inspect` and `reset` act on. */
+function scopeOptions(command: Command): Command {
+  return command
+    .requiredOption('--config <file>', 'the policy file (JSON)')
+    .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
+    .requiredOption('--tenant <tenant>', 'the tenant id')
+    .option('--user <user>', 'the user id (for limits counted per user)');
+}
+
+function addInspect(sluice: Command, run: Runner): void {
   redisOptions(
-    sluice
-      .command('inspect')
-      .description(
-        'what a take would decide for each limit of a route and tenant, its key and PTTL',
-      )
-      .requiredOption('--config <file>', 'the policy file (JSON)')
-      .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
-      .requiredOption('--tenant <tenant>', 'the tenant id')
-      .option('--user <user>', 'the user id (for limits counted per user)')
-      .addOption(
-        new Option('--cost <n>', 'units of the take (default: the route’s cost)').argParser(
-          integer(Number.MAX_SAFE_INTEGER),
+    scopeOptions(
+      sluice
+        .command('inspect')
+        .description(
+          'what a take would decide for each limit of a route and tenant, its key and PTTL',
         ),
+    ).addOption(
+      new Option('--cost <n>', 'units of the take (default: the route’s cost)').argParser(
+        integer(Number.MAX_SAFE_INTEGER),
       ),
+    ),
   )
     .addHelpText('after', INSPECT_HELP)
-    .action(run(async (o: InspectOptions) => (await import('./scopes.js')).inspect(o)));
+    .action(run(async (o: InspectOptions) => (await import('./inspect.js')).inspect(o)));
+}
 
+function addReset(sluice: Command, run: Runner): void {
   redisOptions(
-    sluice
-      .command('reset')
-      .description('delete exactly one route and tenant’s state per limit, once confirmed')
-      .requiredOption('--config <file>', 'the policy file (JSON)')
-      .requiredOption('--route <route>', 'the route template, e.g. POST/orders')
-      .requiredOption('--tenant <tenant>', 'the tenant id')
-      .option('--user <user>', 'the user id (for limits counted per user)')
+    scopeOptions(
+      sluice
+        .command('reset')
+        .description('delete exactly one route and tenant’s state per limit, once confirmed'),
+    )
       .option('--policy <name>', 'only this limit (repeatable; default: every limit)', collect)
       .option('--yes', 'do not ask for a confirmation (needed without a terminal)'),
   )
     .addHelpText('after', RESET_HELP)
-    .action(run(async (o: ResetOptions) => (await import('./scopes.js')).reset(o)));
+    .action(run(async (o: ResetOptions) => (await import('./reset.js')).reset(o)));
+}
 
+function addStats(sluice: Command, run: Runner): void {
   redisOptions(
     sluice
       .command('stats')
@@ -235,7 +283,9 @@ ${EXIT_STATUS}`,
   )
     .addHelpText('after', STATS_HELP)
     .action(run(async (o: StatsOptions) => (await import('./stats.js')).stats(o)));
+}
 
+function addCheckConfig(sluice: Command, run: Runner): void {
   sluice
     .command('check-config')
     .description('validate a policy file: a summary, or every problem with its path')
@@ -248,8 +298,6 @@ ${EXIT_STATUS}`,
         (await import('./check-config.js')).checkConfig(file, await readJsonText(file), options),
       ),
     );
-
-  return sluice;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -258,8 +306,9 @@ async function main(argv: string[]): Promise<number> {
   // `help nope` is a usage error, like `nope`.
   if (argv[0] === 'help' && argv[1] !== undefined && !argv[1].startsWith('-')) {
     if (!sluice.commands.some((c) => c.name() === argv[1])) {
-      console.error(`error: unknown command '${argv[1]}'\n`);
-      console.error(sluice.helpInformation());
+      printError(`error: unknown command '${argv[1]}'`);
+      printError('');
+      console.error(sluice.helpInformation()); // our own text
       return EXIT.usage;
     }
   }
@@ -271,17 +320,15 @@ async function main(argv: string[]): Promise<number> {
       // Help and version exit 0; every parsing error is a usage error.
       if (error.exitCode === 0) return EXIT.ok;
       if (argv.includes('--json')) {
-        console.log(JSON.stringify({ ok: false, error: error.message.replace(/^error: /, '') }));
+        printJson({ ok: false, error: error.message.replace(/^error: /, '') });
       }
       return EXIT.usage;
     }
     if (error instanceof CliError) {
       const name = argv.find((a) => !a.startsWith('-')) ?? '';
-      console.error(`sluice ${name}: ${error.message}`);
-      for (const line of error.details) console.error(line);
-      if (result.json) {
-        console.log(JSON.stringify({ ok: false, error: error.message, ...error.json }, null, 2));
-      }
+      printError(`sluice ${name}: ${error.message}`);
+      for (const line of error.details) printError(line);
+      if (result.json) printJson({ ok: false, error: error.message, ...error.json }, null, 2);
       return error.exitCode;
     }
     throw error;
@@ -291,14 +338,14 @@ async function main(argv: string[]): Promise<number> {
 async function demo(json: boolean): Promise<number> {
   const { NoRedisError, runDemo } = await import('../demo/run.js');
   try {
-    const report = await runDemo(json ? undefined : (line) => console.log(line));
-    if (json) console.log(JSON.stringify(report, null, 2));
+    const report = await runDemo(json ? undefined : print);
+    if (json) printJson(report, null, 2);
     return report.pass ? 0 : 1;
   } catch (error) {
     if (error instanceof NoRedisError) {
-      console.error(error.message);
+      for (const line of error.lines) printError(line);
       // Scripts reading --json get an object whatever happened.
-      if (json) console.log(JSON.stringify({ pass: false, error: error.message }, null, 2));
+      if (json) printJson({ pass: false, error: error.message }, null, 2);
       return 2;
     }
     throw error;
@@ -310,7 +357,7 @@ function bench(args: string[]): number {
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const entry = `${root}bench/run.ts`;
   if (!existsSync(entry)) {
-    console.error(
+    printError(
       'sluice bench: the benchmark harness ships with the source repository, not the package.',
     );
     return 2;

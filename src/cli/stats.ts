@@ -24,6 +24,7 @@ import {
   table,
   usage,
 } from './common.js';
+import { escapeControls, print, printError, printJson } from './output.js';
 
 /** Options of `sluice stats`. */
 export interface StatsOptions {
@@ -101,8 +102,34 @@ export async function stats(options: StatsOptions): Promise<number> {
   }
 }
 
+/** Gathers the server's facts and the scan's counts, then prints them. */
 async function report(client: Client, url: string, options: StatsOptions): Promise<number> {
   const send = (args: string[]): Promise<unknown> => client.client.sendCommand(args);
+  const server = await serverFacts(send);
+  const scan = await scanKeys(send, options, server.dbsize);
+  const warnings = warningsOf(server, scan, options);
+  if (options.json) printStatsJson(url, server, scan, warnings, options);
+  else printStatsText(url, server, scan, warnings, options);
+  return EXIT.ok;
+}
+
+type Send = (args: string[]) => Promise<unknown>;
+
+/** What the server says of itself: version, role, memory, eviction policy, key count. */
+interface ServerFacts {
+  readonly version: string;
+  readonly mode: string;
+  readonly role: string;
+  readonly usedMemoryHuman: string;
+  readonly maxmemory: number;
+  readonly maxmemoryHuman: string;
+  /** As the server has it, `''` when it says nothing. */
+  readonly policy: string;
+  readonly policyFrom: string;
+  readonly dbsize: number;
+}
+
+async function serverFacts(send: Send): Promise<ServerFacts> {
   const info = infoFields(
     [
       String(await send(['INFO', 'server'])),
@@ -110,151 +137,216 @@ async function report(client: Client, url: string, options: StatsOptions): Promi
       String(await send(['INFO', 'memory'])),
     ].join('\n'),
   );
-  let policy = info.get('maxmemory_policy') ?? '';
-  let policyFrom = 'INFO memory';
-  try {
-    const reply = (await send(['CONFIG', 'GET', 'maxmemory-policy'])) as unknown;
-    const value = Array.isArray(reply)
-      ? reply[1]
-      : (reply as Record<string, string>)?.['maxmemory-policy'];
-    if (typeof value === 'string') {
-      policy = value;
-      policyFrom = 'CONFIG GET';
-    }
-  } catch {
-    // CONFIG is often disabled or renamed on managed Redis: INFO memory says it too.
-  }
+  const configured = await configuredPolicy(send);
   const maxmemory = Number(info.get('maxmemory') ?? 0);
   const dbsize = Number(await send(['DBSIZE']));
-
-  // SCAN, bounded in time; progress on stderr once it takes more than a second.
-  const started = performance.now();
-  const deadline = started + options.maxSeconds * 1000;
-  const match = options.namespace === undefined ? [] : ['MATCH', `${options.namespace}:*`];
-  const namespaces = new Map<string, NamespaceCounts>();
-  let scanned = 0;
-  let other = 0;
-  let cursor = '0';
-  let partial = false;
-  let lastProgress = started;
-  const progress = (final: boolean) => {
-    const line = `sluice stats: scanned ${count(scanned)} of about ${count(dbsize)} keys in ${duration(performance.now() - started)}`;
-    if (process.stderr.isTTY) process.stderr.write(`\r${line}${final ? '\n' : ''}`);
-    else if (!final) process.stderr.write(`${line}\n`);
-  };
-  do {
-    const reply = (await send(['SCAN', cursor, ...match, 'COUNT', String(options.count)])) as [
-      string,
-      string[],
-    ];
-    cursor = String(reply[0]);
-    for (const key of reply[1]) {
-      scanned++;
-      const m = KEY.exec(key);
-      const algorithm = m === null ? undefined : ALGORITHMS.get(m[3] as string);
-      const epoch = m === null ? EPOCH.exec(key) : null;
-      const ns = (m?.[1] ?? epoch?.[1]) as string | undefined;
-      if (ns === undefined || (algorithm === undefined && epoch === null)) {
-        other++;
-        continue;
-      }
-      if (options.namespace !== undefined && ns !== options.namespace) {
-        other++; // e.g. "rate:x" keys when asked for "rate"
-        continue;
-      }
-      let counts = namespaces.get(ns);
-      if (counts === undefined) {
-        counts = { keys: 0, algorithms: {}, tenantWide: 0, tenants: new Set(), resetEpoch: false };
-        namespaces.set(ns, counts);
-      }
-      if (epoch !== null) {
-        counts.resetEpoch = true;
-        continue;
-      }
-      counts.keys++;
-      counts.algorithms[algorithm as string] = (counts.algorithms[algorithm as string] ?? 0) + 1;
-      if (m?.[4] === undefined) counts.tenantWide++;
-      counts.tenants.add(m?.[2] as string);
-    }
-    const now = performance.now();
-    if (now - lastProgress >= 1000) {
-      lastProgress = now;
-      progress(false);
-    }
-    if (cursor !== '0' && now >= deadline) partial = true;
-  } while (cursor !== '0' && !partial);
-  if (lastProgress !== started) progress(true);
-  const elapsedMs = performance.now() - started;
-
-  const warnings: string[] = [];
-  const eviction = evictionWarning(policy, maxmemory);
-  if (eviction !== undefined) warnings.push(eviction);
-  if (partial) {
-    warnings.push(
-      `partial: the scan stopped after ${options.maxSeconds} s (--max-seconds) having read ${count(scanned)} of about ${count(dbsize)} keys; the counts are lower bounds`,
-    );
-  }
-  const algorithms = [...ALGORITHMS.values()];
-  const server = {
+  return {
     version: info.get('redis_version') ?? 'unknown',
     mode: info.get('redis_mode') ?? 'unknown',
     role: info.get('role') ?? 'unknown',
     usedMemoryHuman: info.get('used_memory_human') ?? 'unknown',
     maxmemory,
     maxmemoryHuman: info.get('maxmemory_human') ?? String(maxmemory),
-    maxmemoryPolicy: policy || 'unknown',
-    maxmemoryPolicyFrom: policyFrom,
+    policy: configured ?? info.get('maxmemory_policy') ?? '',
+    policyFrom: configured === undefined ? 'INFO memory' : 'CONFIG GET',
+    dbsize,
   };
-  const sorted = [...namespaces].sort(([a], [b]) => a.localeCompare(b));
-  if (options.json) {
-    console.log(
-      JSON.stringify(
-        {
-          ok: true,
-          url: redacted(url),
-          server,
-          scan: {
-            namespace: options.namespace ?? null,
-            scanned,
-            dbsize,
-            complete: !partial,
-            elapsedMs: Math.round(elapsedMs),
-          },
-          namespaces: Object.fromEntries(
-            sorted.map(([ns, c]) => [
-              ns,
-              {
-                keys: c.keys,
-                algorithms: Object.fromEntries(algorithms.map((a) => [a, c.algorithms[a] ?? 0])),
-                tenantWideKeys: c.tenantWide,
-                tenants: c.tenants.size,
-                resetEpoch: c.resetEpoch,
-              },
-            ]),
-          ),
-          otherKeys: other,
-          warnings,
-        },
-        null,
-        2,
-      ),
-    );
-    return EXIT.ok;
+}
+
+/** `maxmemory-policy` from `CONFIG GET`, or undefined when the server does not answer it. */
+async function configuredPolicy(send: Send): Promise<string | undefined> {
+  try {
+    const reply = (await send(['CONFIG', 'GET', 'maxmemory-policy'])) as unknown;
+    const value = Array.isArray(reply)
+      ? reply[1]
+      : (reply as Record<string, string>)?.['maxmemory-policy'];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    // CONFIG is often disabled or renamed on managed Redis: INFO memory says it too.
+    return undefined;
   }
-  console.log(
+}
+
+/** What the scan found. */
+interface ScanCounts {
+  /** Namespace → its counts, in the order first seen. */
+  readonly namespaces: Map<string, NamespaceCounts>;
+  scanned: number;
+  /** Keys that are not sluice's (or not of the namespace asked for). */
+  other: number;
+  /** The scan stopped at `--max-seconds` before its end. */
+  partial: boolean;
+  elapsedMs: number;
+}
+
+/**
+ * SCANs the keys (of `--namespace` only, when given) until the cursor comes back or
+ * `--max-seconds` have passed; progress on stderr once it takes more than a second.
+ */
+async function scanKeys(send: Send, options: StatsOptions, dbsize: number): Promise<ScanCounts> {
+  const started = performance.now();
+  const deadline = started + options.maxSeconds * 1000;
+  const match = options.namespace === undefined ? [] : ['MATCH', `${options.namespace}:*`];
+  const counts: ScanCounts = {
+    namespaces: new Map(),
+    scanned: 0,
+    other: 0,
+    partial: false,
+    elapsedMs: 0,
+  };
+  let cursor = '0';
+  let lastProgress = started;
+  const progress = (final: boolean) =>
+    showProgress(counts.scanned, dbsize, performance.now() - started, final);
+  do {
+    const reply = (await send(['SCAN', cursor, ...match, 'COUNT', String(options.count)])) as [
+      string,
+      string[],
+    ];
+    cursor = String(reply[0]);
+    for (const key of reply[1]) countKey(counts, key, options.namespace);
+    const now = performance.now();
+    if (now - lastProgress >= 1000) {
+      lastProgress = now;
+      progress(false);
+    }
+    if (cursor !== '0' && now >= deadline) counts.partial = true;
+  } while (cursor !== '0' && !counts.partial);
+  if (lastProgress !== started) progress(true);
+  counts.elapsedMs = performance.now() - started;
+  return counts;
+}
+
+/** One progress line on stderr: rewritten in place on a terminal, else one line each time. */
+function showProgress(scanned: number, dbsize: number, elapsedMs: number, final: boolean): void {
+  const line = escapeControls(
+    `sluice stats: scanned ${count(scanned)} of about ${count(dbsize)} keys in ${duration(elapsedMs)}`,
+  );
+  if (process.stderr.isTTY) process.stderr.write(`\r${line}${final ? '\n' : ''}`);
+  else if (!final) process.stderr.write(`${line}\n`);
+}
+
+/** Counts one scanned key: a sluice key or reset epoch of its namespace, else "other". */
+function countKey(counts: ScanCounts, key: string, only: string | undefined): void {
+  counts.scanned++;
+  const m = KEY.exec(key);
+  const algorithm = m === null ? undefined : ALGORITHMS.get(m[3] as string);
+  const epoch = m === null ? EPOCH.exec(key) : null;
+  const ns = (m?.[1] ?? epoch?.[1]) as string | undefined;
+  if (ns === undefined || (algorithm === undefined && epoch === null)) {
+    counts.other++;
+    return;
+  }
+  if (only !== undefined && ns !== only) {
+    counts.other++; // e.g. "rate:x" keys when asked for "rate"
+    return;
+  }
+  let of = counts.namespaces.get(ns);
+  if (of === undefined) {
+    of = { keys: 0, algorithms: {}, tenantWide: 0, tenants: new Set(), resetEpoch: false };
+    counts.namespaces.set(ns, of);
+  }
+  if (epoch !== null) {
+    of.resetEpoch = true;
+    return;
+  }
+  of.keys++;
+  of.algorithms[algorithm as string] = (of.algorithms[algorithm as string] ?? 0) + 1;
+  if (m?.[4] === undefined) of.tenantWide++;
+  of.tenants.add(m?.[2] as string);
+}
+
+/** An evicting `maxmemory-policy`, and a scan cut short. */
+function warningsOf(server: ServerFacts, scan: ScanCounts, options: StatsOptions): string[] {
+  const warnings: string[] = [];
+  const eviction = evictionWarning(server.policy, server.maxmemory);
+  if (eviction !== undefined) warnings.push(eviction);
+  if (scan.partial) {
+    warnings.push(
+      `partial: the scan stopped after ${options.maxSeconds} s (--max-seconds) having read ${count(scan.scanned)} of about ${count(server.dbsize)} keys; the counts are lower bounds`,
+    );
+  }
+  return warnings;
+}
+
+const algorithmNames = () => [...ALGORITHMS.values()];
+
+/** The namespaces found, by name. */
+const byName = (scan: ScanCounts) => [...scan.namespaces].sort(([a], [b]) => a.localeCompare(b));
+
+function printStatsJson(
+  url: string,
+  server: ServerFacts,
+  scan: ScanCounts,
+  warnings: readonly string[],
+  options: StatsOptions,
+): void {
+  const algorithms = algorithmNames();
+  printJson(
+    {
+      ok: true,
+      url: redacted(url),
+      server: {
+        version: server.version,
+        mode: server.mode,
+        role: server.role,
+        usedMemoryHuman: server.usedMemoryHuman,
+        maxmemory: server.maxmemory,
+        maxmemoryHuman: server.maxmemoryHuman,
+        maxmemoryPolicy: server.policy || 'unknown',
+        maxmemoryPolicyFrom: server.policyFrom,
+      },
+      scan: {
+        namespace: options.namespace ?? null,
+        scanned: scan.scanned,
+        dbsize: server.dbsize,
+        complete: !scan.partial,
+        elapsedMs: Math.round(scan.elapsedMs),
+      },
+      namespaces: Object.fromEntries(
+        byName(scan).map(([ns, c]) => [
+          ns,
+          {
+            keys: c.keys,
+            algorithms: Object.fromEntries(algorithms.map((a) => [a, c.algorithms[a] ?? 0])),
+            tenantWideKeys: c.tenantWide,
+            tenants: c.tenants.size,
+            resetEpoch: c.resetEpoch,
+          },
+        ]),
+      ),
+      otherKeys: scan.other,
+      warnings,
+    },
+    null,
+    2,
+  );
+}
+
+function printStatsText(
+  url: string,
+  server: ServerFacts,
+  scan: ScanCounts,
+  warnings: readonly string[],
+  options: StatsOptions,
+): void {
+  const { partial } = scan;
+  print(
     `Redis ${server.version} (${server.mode}, role ${server.role}) at ${redacted(url)}: used memory ${server.usedMemoryHuman}, maxmemory ${
-      maxmemory === 0 ? '0 (no limit)' : server.maxmemoryHuman
-    }, maxmemory-policy ${server.maxmemoryPolicy}`,
+      server.maxmemory === 0 ? '0 (no limit)' : server.maxmemoryHuman
+    }, maxmemory-policy ${server.policy || 'unknown'}`,
   );
-  console.log(
-    `${partial ? 'partial scan' : 'scanned'}: ${count(scanned)} keys${
+  print(
+    `${partial ? 'partial scan' : 'scanned'}: ${count(scan.scanned)} keys${
       options.namespace === undefined ? '' : ` matching ${options.namespace}:*`
-    } of ${count(dbsize)} in ${duration(elapsedMs)}${partial ? ' (stopped at --max-seconds)' : ''}`,
+    } of ${count(server.dbsize)} in ${duration(scan.elapsedMs)}${partial ? ' (stopped at --max-seconds)' : ''}`,
   );
-  console.log('');
+  print('');
+  const sorted = byName(scan);
   if (sorted.length === 0) {
-    console.log('no sluice keys');
+    print('no sluice keys');
   } else {
+    const algorithms = algorithmNames();
     const rows: (string | number)[][] = [
       ['namespace', 'keys', 'tenants', ...algorithms, 'tenant-wide'],
       ...sorted.map(([ns, c]) => [
@@ -265,10 +357,9 @@ async function report(client: Client, url: string, options: StatsOptions): Promi
         c.tenantWide,
       ]),
     ];
-    for (const line of table(rows)) console.log(line);
+    for (const line of table(rows)) print(line);
   }
-  console.log('');
-  console.log(`other keys (not sluice's): ${count(other)}`);
-  for (const warning of warnings) console.error(`warning: ${warning}`);
-  return EXIT.ok;
+  print('');
+  print(`other keys (not sluice's): ${count(scan.other)}`);
+  for (const warning of warnings) printError(`warning: ${warning}`);
 }

@@ -2,7 +2,7 @@
  * The demo's stand-in for a verified session: a bearer token `<tenant>.<hmac>` signed with
  * a secret the replicas share. A real service takes the tenant from its own authentication;
  * the point shown here is that the quota's identity is verified, never a field the client
- * can write freely (S2).
+ * can write freely.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';

@@ -35,113 +35,158 @@ export interface TcpProxy {
   close(): Promise<void>;
 }
 
-/** Starts a proxy on a free 127.0.0.1 port that forwards to `upstreamHost:upstreamPort`. */
-export function startTcpProxy(upstreamHost: string, upstreamPort: number): Promise<TcpProxy> {
-  const sockets = new Set<Socket>();
-  const clients = new Set<Socket>();
+/** What the connections of one proxy share: the mode, their sockets, the black hole's releases. */
+interface ProxyState {
+  mode: ProxyMode;
+  delayMs: number;
+  /** Every socket open now, both sides. */
+  readonly sockets: Set<Socket>;
+  /** The client side of each connection. */
+  readonly clients: Set<Socket>;
   /** Each connection's bytes held during a black hole, released in order when it ends. */
-  const releases = new Set<() => void>();
-  const track = (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    socket.on('error', () => {});
+  readonly releases: Set<() => void>;
+}
+
+/** Starts a proxy on a free 127.0.0.1 port that forwards to `upstreamHost:upstreamPort`. */
+export async function startTcpProxy(upstreamHost: string, upstreamPort: number): Promise<TcpProxy> {
+  const state: ProxyState = {
+    mode: 'pass',
+    delayMs: 1000,
+    sockets: new Set(),
+    clients: new Set(),
+    releases: new Set(),
   };
-  const dropAll = () => {
-    for (const socket of sockets) socket.destroy();
-  };
-  let mode: ProxyMode = 'pass';
-  let delayMs = 1000;
   const server: Server = createServer((client) => {
-    track(client);
-    clients.add(client);
     const upstream = new Socket();
-    track(upstream);
+    new Relay(state, client, upstream); // lives as long as its sockets
     upstream.connect(upstreamPort, upstreamHost);
-    // Like TCP, the proxy never reorders or loses bytes on a live connection: a black hole
-    // holds them (a partition that heals delivers them late), and replies released after a
-    // delay keep their order ahead of later ones.
-    const heldRequests: Buffer[] = [];
-    const heldReplies: Buffer[] = [];
-    let replies: Promise<void> = Promise.resolve();
-    const toUpstream = (chunk: Buffer) => {
-      upstream.write(chunk);
-      if (mode === 'cut-after-send') {
-        // Let the bytes reach Redis, then cut both sides before the reply comes back.
-        upstream.end(() => {
-          client.destroy();
-        });
-      } else if (mode === 'reset-after-send') {
-        upstream.end(() => {
-          client.resetAndDestroy();
-        });
-      }
-    };
-    const toClient = (chunk: Buffer) => {
-      if (mode !== 'pass' && mode !== 'delay') return; // cut modes: the reply never arrives
-      // Each reply is held `delayMs` from its arrival, and never overtakes an earlier one.
-      const due = mode === 'delay' ? performance.now() + delayMs : 0;
-      replies = replies
-        .then(() => {
-          const wait = due - performance.now();
-          return wait > 0 ? sleep(wait, undefined, { ref: false }) : undefined;
-        })
-        .then(() => {
-          if (client.destroyed) return;
-          // The mode may have changed while the reply waited.
-          if (mode === 'blackhole') heldReplies.push(chunk);
-          else if (mode === 'pass' || mode === 'delay') client.write(chunk);
-        });
-    };
-    const release = () => {
-      for (const chunk of heldRequests.splice(0)) toUpstream(chunk);
-      for (const chunk of heldReplies.splice(0)) toClient(chunk);
-    };
-    releases.add(release);
-    client.on('data', (chunk: Buffer) => {
-      if (mode === 'blackhole') heldRequests.push(chunk);
-      else toUpstream(chunk);
-    });
-    upstream.on('data', (chunk: Buffer) => {
-      if (mode === 'blackhole') heldReplies.push(chunk);
-      else toClient(chunk);
-    });
-    client.once('close', () => {
-      clients.delete(client);
-      releases.delete(release);
-      upstream.destroy();
-    });
-    upstream.once('close', () => client.destroy());
   });
+  const port = await listen(server);
+  return controls(state, server, port);
+}
+
+/** Listens on a free 127.0.0.1 port; resolves with it. */
+function listen(server: Server): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : -1;
-      resolve({
-        port,
-        get mode() {
-          return mode;
-        },
-        set mode(next: ProxyMode) {
-          mode = next;
-          if (next !== 'blackhole') for (const release of releases) release();
-        },
-        get delayMs() {
-          return delayMs;
-        },
-        set delayMs(ms: number) {
-          delayMs = ms;
-        },
-        get connections() {
-          return clients.size;
-        },
-        dropConnections: dropAll,
-        close: () =>
-          new Promise<void>((done) => {
-            server.close(() => done());
-            dropAll();
-          }),
-      });
+      resolve(typeof address === 'object' && address !== null ? address.port : -1);
     });
   });
+}
+
+/** The proxy's switches, over its shared state. */
+function controls(state: ProxyState, server: Server, port: number): TcpProxy {
+  const dropAll = () => {
+    for (const socket of state.sockets) socket.destroy();
+  };
+  return {
+    port,
+    get mode() {
+      return state.mode;
+    },
+    set mode(next: ProxyMode) {
+      state.mode = next;
+      if (next !== 'blackhole') for (const release of state.releases) release();
+    },
+    get delayMs() {
+      return state.delayMs;
+    },
+    set delayMs(ms: number) {
+      state.delayMs = ms;
+    },
+    get connections() {
+      return state.clients.size;
+    },
+    dropConnections: dropAll,
+    close: () =>
+      new Promise<void>((done) => {
+        server.close(() => done());
+        dropAll();
+      }),
+  };
+}
+
+/**
+ * One client connection and its upstream connection, forwarding each way as the mode says.
+ * Like TCP, it never reorders or loses bytes on a live connection: a black hole holds them
+ * (a partition that heals delivers them late), and replies released after a delay keep
+ * their order ahead of later ones.
+ */
+class Relay {
+  readonly #heldRequests: Buffer[] = [];
+  readonly #heldReplies: Buffer[] = [];
+  /** The replies on their way to the client, each after the one before. */
+  #replies: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly state: ProxyState,
+    private readonly client: Socket,
+    private readonly upstream: Socket,
+  ) {
+    this.#track(client);
+    state.clients.add(client);
+    this.#track(upstream);
+    const release = () => this.#release();
+    state.releases.add(release);
+    client.on('data', (chunk: Buffer) => {
+      if (state.mode === 'blackhole') this.#heldRequests.push(chunk);
+      else this.#toUpstream(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (state.mode === 'blackhole') this.#heldReplies.push(chunk);
+      else this.#toClient(chunk);
+    });
+    client.once('close', () => {
+      state.clients.delete(client);
+      state.releases.delete(release);
+      upstream.destroy();
+    });
+    upstream.once('close', () => client.destroy());
+  }
+
+  #track(socket: Socket): void {
+    this.state.sockets.add(socket);
+    socket.once('close', () => this.state.sockets.delete(socket));
+    socket.on('error', () => {});
+  }
+
+  #toUpstream(chunk: Buffer): void {
+    const { client, upstream } = this;
+    upstream.write(chunk);
+    if (this.state.mode === 'cut-after-send') {
+      // Let the bytes reach Redis, then cut both sides before the reply comes back.
+      upstream.end(() => {
+        client.destroy();
+      });
+    } else if (this.state.mode === 'reset-after-send') {
+      upstream.end(() => {
+        client.resetAndDestroy();
+      });
+    }
+  }
+
+  #toClient(chunk: Buffer): void {
+    const { state, client } = this;
+    if (state.mode !== 'pass' && state.mode !== 'delay') return; // cut modes: the reply never arrives
+    // Each reply is held `delayMs` from its arrival, and never overtakes an earlier one.
+    const due = state.mode === 'delay' ? performance.now() + state.delayMs : 0;
+    this.#replies = this.#replies
+      .then(() => {
+        const wait = due - performance.now();
+        return wait > 0 ? sleep(wait, undefined, { ref: false }) : undefined;
+      })
+      .then(() => {
+        if (client.destroyed) return;
+        // The mode may have changed while the reply waited.
+        if (state.mode === 'blackhole') this.#heldReplies.push(chunk);
+        else if (state.mode === 'pass' || state.mode === 'delay') client.write(chunk);
+      });
+  }
+
+  #release(): void {
+    for (const chunk of this.#heldRequests.splice(0)) this.#toUpstream(chunk);
+    for (const chunk of this.#heldReplies.splice(0)) this.#toClient(chunk);
+  }
 }

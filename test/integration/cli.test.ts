@@ -669,3 +669,223 @@ describe('sluice: usage, setup, help', () => {
     });
   });
 });
+
+describe('sluice: control characters from a user', () => {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point.
+  const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+  /** Nothing printed holds a control character but the line breaks of the output itself. */
+  const noRawControls = (run: Run, what: string) => {
+    assert.doesNotMatch(run.stdout, RAW_CONTROL, `${what}: stdout`);
+    assert.doesNotMatch(run.stderr, RAW_CONTROL, `${what}: stderr`);
+  };
+  // ESC (a sequence that clears the screen), CR, NEL (a C1 control), DEL; BEL and LF.
+  const tenant = 'a\x1b[2Jb\r\u0085\x7f';
+  const shownTenant = 'a\\x1b[2Jb\\r\\u0085\\x7f';
+  const user = 'u\nx\x07';
+  const shownUser = 'u\\nx\\x07';
+  /** Every run, at once. */
+  const allOf = async <K extends string>(runs: Record<K, Promise<Run>>) =>
+    Object.fromEntries(
+      await Promise.all(Object.entries<Promise<Run>>(runs).map(async ([k, r]) => [k, await r])),
+    ) as Record<K, Run>;
+
+  it('are printed escaped in text: ids, names, paths, URLs, option values; JSON keeps them exact', async () => {
+    const evil = join(dir, 'evil\x1b[31m.json');
+    const shownEvil = join(dir, 'evil\\x1b[31m.json');
+    writeFileSync(
+      evil,
+      JSON.stringify({
+        ...POLICY_FILE,
+        tenants: { ...POLICY_FILE.tenants, [tenant]: { plan: 'pro' } },
+      }),
+    );
+    const scope = ['--config', evil, '--route', 'POST/orders', '--tenant', tenant, '--user', user];
+    const runs = await allOf({
+      inspect: sluice(['inspect', ...scope, ...url()]),
+      inspectJson: sluice(['inspect', ...scope, '--json', ...url()]),
+      reset: sluice(['reset', ...scope, '--yes', ...url()]),
+      resetJson: sluice(['reset', ...scope, '--yes', '--json', ...url()]),
+      noPolicy: sluice(['reset', ...scope, '--policy', 'n\x1bo', '--yes', ...url()]),
+      noRoute: sluice([
+        'inspect',
+        ...scope.slice(0, 2),
+        '--route',
+        'GET/n\x1b[Ao',
+        '--tenant',
+        't',
+        ...url(),
+      ]),
+      check: sluice(['check-config', evil]),
+      missing: sluice(['check-config', join(dir, 'gone\r\x9b.json')]),
+      missingJson: sluice(['check-config', join(dir, 'gone\r\x9b.json'), '--json']),
+      namespace: sluice(['stats', '--namespace', 'n\x1b]0;owned\x07', ...url()]),
+      badUrl: sluice(['stats', '--url', 'redis://127.0.0.1:1/\x1b[2J']),
+      cost: sluice(['inspect', ...scope, '--cost', '1\x1b[8m', ...url()]),
+      option: sluice(['stats', '--bo\x1bgus']),
+      help: sluice(['help', 'n\x1bope']),
+    });
+    for (const [what, run] of Object.entries(runs)) noRawControls(run, what);
+
+    const { inspect, inspectJson, reset, resetJson } = runs;
+    assert.equal(inspect.code, 0, inspect.stderr);
+    assert.ok(
+      inspect.stdout.startsWith(
+        `POST/orders for tenant "${shownTenant}", user "${shownUser}": plan "pro"`,
+      ),
+      inspect.stdout,
+    );
+    assert.equal(inspectJson.code, 0, inspectJson.stderr);
+    assert.deepEqual([json(inspectJson).tenant, json(inspectJson).user], [tenant, user]);
+    assert.deepEqual(json(inspectJson).limits[0].scope, { tenant, route: 'POST/orders' });
+    assert.equal(reset.code, 0, reset.stderr);
+    assert.ok(reset.stdout.includes(`tenant "${shownTenant}", user "${shownUser}"`), reset.stdout);
+    assert.equal(resetJson.code, 0, resetJson.stderr);
+    assert.equal(json(resetJson).tenant, tenant);
+
+    assert.equal(runs.noPolicy.code, 1);
+    assert.ok(
+      runs.noPolicy.stderr.includes(
+        `no limit named "n\\x1bo" on POST/orders for tenant "${shownTenant}"`,
+      ),
+    );
+    assert.equal(runs.noRoute.code, 1);
+    assert.ok(runs.noRoute.stderr.includes('no route "GET/n\\x1b[Ao"'), runs.noRoute.stderr);
+    assert.equal(runs.check.code, 0, runs.check.stderr);
+    assert.ok(runs.check.stdout.startsWith(`${shownEvil}: valid`), runs.check.stdout);
+    assert.ok(runs.check.stdout.includes(`, ${shownTenant} (plan pro)`), runs.check.stdout);
+    assert.equal(runs.missing.code, 2);
+    assert.ok(runs.missing.stderr.includes('cannot read '), runs.missing.stderr);
+    assert.ok(runs.missing.stderr.includes('gone\\r\\u009b.json'), runs.missing.stderr);
+    assert.ok(json(runs.missingJson).error.includes('gone\r\x9b.json'), 'JSON: the path as given');
+    assert.equal(runs.namespace.code, 2);
+    assert.ok(runs.namespace.stderr.includes('not "n\\x1b]0;owned\\x07"'), runs.namespace.stderr);
+    assert.equal(runs.badUrl.code, 2);
+    assert.ok(runs.badUrl.stderr.includes('redis://127.0.0.1:1/\\x1b[2J'), runs.badUrl.stderr);
+    assert.equal(runs.cost.code, 2);
+    assert.ok(runs.cost.stderr.includes("argument '1\\x1b[8m' is invalid"), runs.cost.stderr);
+    assert.equal(runs.option.code, 2);
+    assert.ok(
+      runs.option.stderr.startsWith("error: unknown option '--bo\\x1bgus'"),
+      runs.option.stderr,
+    );
+    assert.equal(runs.help.code, 2);
+    assert.ok(runs.help.stderr.startsWith("error: unknown command 'n\\x1bope'\n\nUsage: sluice"));
+  });
+});
+
+describe('sluice: a Redis that refuses the setup or a command', () => {
+  const password = 'open-sesame';
+  const locked = useRedis(['--requirepass', password]);
+  const at = (auth: string, path = '') => `redis://${auth}127.0.0.1:${locked.server.port}${path}`;
+  const shown = (auth: string, path = '') => at(auth, path).replace(/[.]/g, '\\.');
+  const scope = [
+    '--config',
+    file,
+    '--route',
+    'GET/search',
+    '--tenant',
+    't',
+    '--user',
+    'u',
+  ] as const;
+  before(async () => {
+    // ACL users, each without one command that a sluice command runs.
+    const admin = await locked.client({ url: at(`:${password}@`), fastPath: false });
+    const users = { nopttl: ['-pttl'], noscript: ['-evalsha', '-eval'], noinfo: ['-info'] };
+    for (const [user, rules] of Object.entries(users)) {
+      await admin.client.sendCommand([
+        'ACL',
+        'SETUSER',
+        user,
+        'on',
+        `>${user}-pw`,
+        '~*',
+        '+@all',
+        ...rules,
+      ]);
+    }
+  });
+  /** Exit 2, one message with no stack trace, no "cannot reach", no raw reply, no password. */
+  const refused = (run: Run, what: string) => {
+    assert.equal(run.code, 2, `${what}: ${run.stderr}`);
+    noStack(run);
+    assert.doesNotMatch(run.stderr, /cannot reach|replied:|failed:/, what);
+    assert.doesNotMatch(
+      run.stderr + run.stdout,
+      /open-sesame|b4d-pass|-pw@/,
+      `${what}: a password`,
+    );
+  };
+
+  it('at the start: no password, a wrong one, an unknown user, a database it lacks, TLS to a plain server', async () => {
+    const [none, wrong, ghost, database, tls] = await Promise.all([
+      sluice(['stats', '--url', at('')]),
+      sluice(['inspect', ...scope, '--url', at(':b4d-pass@')]),
+      sluice(['reset', ...scope, '--yes', '--url', at('ghost:b4d-pass@')]),
+      sluice(['inspect', ...scope, '--json', '--url', at(`:${password}@`, '/99')]),
+      sluice(['stats', '--url', at('').replace('redis:', 'rediss:')]),
+    ]);
+    for (const [what, run] of Object.entries({ none, wrong, ghost, database, tls })) {
+      refused(run, what);
+    }
+    assert.match(
+      none.stderr,
+      new RegExp(
+        `^sluice stats: Redis at ${shown('')} refused the connection: it requires a password \\(NOAUTH `,
+      ),
+    );
+    assert.match(none.stderr, /\nGive it in --url or REDIS_URL: redis:\/\/:password@host:port/);
+    assert.match(
+      wrong.stderr,
+      new RegExp(
+        `^sluice inspect: Redis at ${shown(':\\*\\*\\*@')} refused the connection: wrong password or unknown user \\(WRONGPASS `,
+      ),
+    );
+    assert.match(
+      ghost.stderr,
+      new RegExp(
+        `^sluice reset: Redis at ${shown('ghost:\\*\\*\\*@')} refused the connection: wrong password or unknown user \\(WRONGPASS `,
+      ),
+    );
+    assert.match(
+      json(database).error,
+      new RegExp(
+        `^Redis at ${shown(':\\*\\*\\*@', '/99')} refused the connection: it has no database 99 \\(`,
+      ),
+    );
+    assert.match(tls.stderr, /refused the connection: the TLS handshake failed \(/);
+  });
+
+  it('on a running connection: an ACL user that may not run PTTL, EVALSHA or INFO (inspect, reset, stats)', async () => {
+    const runs = await Promise.all([
+      sluice(['inspect', ...scope, '--url', at('nopttl:nopttl-pw@')]),
+      sluice(['reset', ...scope, '--yes', '--url', at('nopttl:nopttl-pw@')]),
+      sluice(['inspect', ...scope, '--url', at('noscript:noscript-pw@')]),
+      sluice(['reset', ...scope, '--yes', '--json', '--url', at('noscript:noscript-pw@')]),
+      sluice(['stats', '--url', at('noinfo:noinfo-pw@')]),
+      sluice(['stats', '--json', '--url', at('noinfo:noinfo-pw@')]),
+    ]);
+    const expected: [string, string, string][] = [
+      ['inspect', 'nopttl', 'PTTL'],
+      ['reset', 'nopttl', 'PTTL'],
+      ['inspect', 'noscript', 'EVALSHA'],
+      ['reset', 'noscript', 'EVALSHA'],
+      ['stats', 'noinfo', 'INFO'],
+      ['stats', 'noinfo', 'INFO'],
+    ];
+    runs.forEach((run, i) => {
+      const [command, user, denied] = expected[i] as [string, string, string];
+      refused(run, `${command} as ${user}`);
+      assert.match(
+        run.stderr,
+        new RegExp(
+          `^sluice ${command}: Redis at ${shown(`${user}:\\*\\*\\*@`)} refused a command: the user may not run ${denied} \\(NOPERM `,
+          'm',
+        ),
+        run.stderr,
+      );
+    });
+    assert.match(json(runs[3] as Run).error, /refused a command: the user may not run EVALSHA/);
+    assert.match(json(runs[5] as Run).error, /refused a command: the user may not run INFO/);
+  });
+});

@@ -59,4 +59,30 @@ describe('sluice demo', () => {
       assert.doesNotMatch(failed.stderr, /\n\s+at /, 'no stack trace');
     }
   });
+
+  it('a REDIS_URL with control characters is printed escaped, and exact in the JSON answer', async () => {
+    const run = promisify(execFile);
+    const url = 'not a url\x1b[2J\u009b';
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: finding them is the point.
+    const raw = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/;
+    for (const args of [['demo'], ['demo', '--json']]) {
+      const failed = await run(process.execPath, [cli, ...args], {
+        env: { ...process.env, REDIS_URL: url },
+        timeout: 30_000,
+      }).then(
+        () => assert.fail(`exit 0 with REDIS_URL=${JSON.stringify(url)}`),
+        (error: { code: number; stdout: string; stderr: string }) => error,
+      );
+      assert.equal(failed.code, 2);
+      assert.doesNotMatch(failed.stderr, raw, 'stderr');
+      assert.doesNotMatch(failed.stdout, raw, 'stdout');
+      assert.ok(failed.stderr.includes('REDIS_URL is not a URL: "not a url\\u001b[2J\\u009b"'));
+      if (args.includes('--json')) {
+        assert.equal(
+          JSON.parse(failed.stdout).error,
+          `REDIS_URL is not a URL: ${JSON.stringify(url)}`,
+        );
+      }
+    }
+  });
 });

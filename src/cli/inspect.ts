@@ -1,0 +1,124 @@
+/**
+ * `sluice inspect`: for each limit of a route for a tenant, what a take would decide now
+ * (`peek`, consuming nothing and writing nothing), the Redis key of its scope and the key's
+ * PTTL.
+ */
+import { describePolicy } from '../config/index.js';
+import type { Decision } from '../types.js';
+import { count, duration, EXIT, readConfig, redacted } from './common.js';
+import { print, printJson } from './output.js';
+import {
+  header,
+  onRedis,
+  pttls,
+  type ScopeOptions,
+  type Session,
+  scopeWords,
+  ttlWords,
+  withSession,
+} from './scopes.js';
+
+/** Options of `sluice inspect`. */
+export interface InspectOptions extends ScopeOptions {
+  readonly cost?: number;
+}
+
+/** `sluice inspect`: what a take would decide for each limit, its key and PTTL. */
+export async function inspect(options: InspectOptions): Promise<number> {
+  const config = await readConfig(options.config);
+  return withSession(config, options, async (session) => {
+    const { client, limiter, targets } = session;
+    const cost = options.cost ?? session.found.settings.cost;
+    // Peeks write nothing (not even a repair); PTTL only reads.
+    const decisions = await onRedis(session.url, () =>
+      Promise.all(targets.map((t) => limiter.peek(t.scope, t.policy, { cost }))),
+    );
+    const ttls = await onRedis(session.url, () =>
+      pttls(
+        client,
+        targets.map((t) => t.key),
+      ),
+    );
+    const state: PeekedState = { cost, decisions, ttls };
+    if (options.json) printInspectJson(session, state, options);
+    else printInspectText(session, state, options);
+    return EXIT.ok;
+  });
+}
+
+/** What `inspect` read: each limit's would-be decision and its key's PTTL. */
+interface PeekedState {
+  readonly cost: number;
+  readonly decisions: readonly Decision[];
+  readonly ttls: readonly number[];
+}
+
+function printInspectJson(session: Session, state: PeekedState, options: InspectOptions): void {
+  const { found, targets } = session;
+  const { decisions, ttls } = state;
+  printJson(
+    {
+      ok: true,
+      route: found.route,
+      tenant: found.tenant,
+      user: options.user ?? null,
+      plan: found.plan ?? null,
+      planFrom: found.planFrom ?? null,
+      source: found.source,
+      namespace: options.namespace,
+      cost: state.cost,
+      allowed: decisions.every((d) => d.allowed),
+      limits: targets.map((t, i) => ({
+        name: t.name,
+        policy: t.policy.name,
+        algorithm: t.policy.algorithm,
+        limit: t.policy.limit,
+        windowMs: t.policy.quotaWindowMs,
+        per: t.per,
+        scope: t.scope,
+        key: t.key,
+        exists: (ttls[i] as number) !== -2,
+        pttlMs: ttls[i],
+        decision: decisions[i],
+      })),
+    },
+    (_k, v) => (v === Number.POSITIVE_INFINITY ? null : v),
+    2,
+  );
+}
+
+function printInspectText(session: Session, state: PeekedState, options: InspectOptions): void {
+  const { found, targets } = session;
+  const { cost, decisions, ttls } = state;
+  print(header(found, options));
+  print(
+    `cost ${cost}, namespace "${options.namespace}" at ${redacted(session.url)} (a peek: nothing is consumed)`,
+  );
+  targets.forEach((t, i) => {
+    print('');
+    print(`${t.name}  ${describePolicy(t.policy)}, ${scopeWords(t.per)}`);
+    print(`  a take now  ${decisionWords(decisions[i] as Decision, cost)}`);
+    print(`  key         ${t.key}`);
+    print(`  PTTL        ${ttlWords(ttls[i] as number)}`);
+  });
+  print('');
+  const refusing = targets.filter((_, i) => !decisions[i]?.allowed).map((t) => t.name);
+  print(
+    refusing.length === 0
+      ? targets.length > 1
+        ? 'A request now would be admitted: every limit admits it.'
+        : 'A request now would be admitted.'
+      : `A request now would be refused by ${refusing.join(', ')} (and spend nothing).`,
+  );
+}
+
+function decisionWords(d: Decision, cost: number): string {
+  if (d.allowed) {
+    const reset = d.resetMs > 0 ? `, clean again in ${duration(d.resetMs)}` : '';
+    return `allowed, ${count(d.remaining)} of ${count(d.limit)} left after it${reset}`;
+  }
+  if (!Number.isFinite(d.retryAfterMs)) {
+    return `refused: a cost of ${cost} is more than this policy can ever admit`;
+  }
+  return `refused, ${count(d.remaining)} of ${count(d.limit)} left, retry in ${duration(d.retryAfterMs)}`;
+}
