@@ -1,5 +1,5 @@
 import pino from 'pino';
-import { type DecisionEvent, fixedWindow, RateLimiter } from 'sluice';
+import { type DecisionEvent, fixedWindow, isSluiceError, RateLimiter } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 
 const logger = pino({ base: undefined }); // JSON lines on stdout; no pid/hostname here
@@ -16,12 +16,14 @@ function logDecision(event: DecisionEvent): void {
     cached: event.cached, // a denial answered by the local denial cache
   };
   if (event.error === undefined) logger.info(line, 'rate limit decision');
-  else
-    logger.warn({ ...line, code: (event.error as { code?: string }).code }, 'rate limiter failed');
+  else {
+    const code = isSluiceError(event.error) ? event.error.code : undefined; // SLUICE_TIMEOUT…
+    logger.warn({ ...line, code }, 'rate limiter failed');
+  }
 }
 
-const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-const limiter = new RateLimiter({ client, onDecision: logDecision });
+const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client: redis, onDecision: logDecision });
 const orders = fixedWindow({ name: 'orders', limit: 2, windowMs: 60_000 });
 
 // The request id comes from your server (e.g. an X-Request-Id your edge sets).
@@ -31,4 +33,4 @@ for (const requestId of ['req-1', 'req-2', 'req-3']) {
 // A bad input (an empty tenant) is a failure: logged as a warning with its code.
 await limiter.take({ tenant: '', route: 'POST/orders' }, orders).catch(() => {});
 
-await client.close();
+await redis.close();

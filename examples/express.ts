@@ -3,8 +3,8 @@ import { fixedWindow, RateLimiter } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { connectRedis } from 'sluice/node-redis';
 
-const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-const limiter = new RateLimiter({ client });
+const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client: redis });
 const orders = fixedWindow({ limit: 10, windowMs: 60_000 });
 
 // Stands in for your authentication (see the node:http example).
@@ -24,4 +24,7 @@ app.post(
     res.status(201).json({ created: req.params.id });
   },
 );
-app.listen(Number(process.env.PORT ?? 3000));
+
+const server = app.listen(Number(process.env.PORT ?? 3000));
+const shutdown = () => server.close(() => void redis.close());
+process.once('SIGTERM', shutdown).once('SIGINT', shutdown);

@@ -3,8 +3,8 @@ import { fixedWindow, RateLimiter } from 'sluice';
 import { withRateLimit } from 'sluice/node';
 import { connectRedis } from 'sluice/node-redis';
 
-const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-const limiter = new RateLimiter({ client });
+const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client: redis });
 const orders = fixedWindow({ limit: 10, windowMs: 60_000 }); // 10 per minute per tenant
 
 // The tenant comes from your authentication, never from a header the client chooses;
@@ -29,7 +29,10 @@ const createOrder = withRateLimit(
   (_req, res) => res.writeHead(201, { 'content-type': 'application/json' }).end('{"created":true}'),
 );
 
-createServer((req, res) => {
+const server = createServer((req, res) => {
   if (req.method === 'POST' && req.url?.split('?')[0] === '/orders') return createOrder(req, res);
   res.writeHead(404).end();
 }).listen(Number(process.env.PORT ?? 3000));
+
+const shutdown = () => server.close(() => void redis.close());
+process.once('SIGTERM', shutdown).once('SIGINT', shutdown);

@@ -4,8 +4,8 @@ import { loadPolicies } from 'sluice/config';
 import { withRateLimit } from 'sluice/node';
 import { connectRedis } from 'sluice/node-redis';
 
-const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-const limiter = new RateLimiter({ client });
+const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client: redis });
 
 // Stands in for your authentication: a token's verified tenant and user.
 const sessions = new Map([
@@ -17,7 +17,7 @@ const sessionOf = (req: IncomingMessage) =>
   sessions.get(/^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1] ?? '');
 
 // Validated once, at start: every problem is reported with its path in the file.
-const routes = loadPolicies('examples/plans-file.json');
+const routes = loadPolicies(new URL('./plans-file.json', import.meta.url));
 
 // Each route's settings carry its limits: on a route with plans, a function that picks the
 // tenant's own limits, else its plan's, on every request.
@@ -31,9 +31,12 @@ function limited(route: string, handler: (req: IncomingMessage, res: ServerRespo
 const createOrder = limited('POST/orders', (_req, res) => res.writeHead(201).end());
 const search = limited('GET/search', (_req, res) => res.writeHead(200).end('[]'));
 
-createServer((req, res) => {
+const server = createServer((req, res) => {
   const path = req.url?.split('?')[0];
   if (req.method === 'POST' && path === '/orders') return createOrder(req, res);
   if (req.method === 'GET' && path === '/search') return search(req, res);
   res.writeHead(404).end();
 }).listen(Number(process.env.PORT ?? 3000));
+
+const shutdown = () => server.close(() => void redis.close());
+process.once('SIGTERM', shutdown).once('SIGINT', shutdown);

@@ -3,8 +3,8 @@ import { fixedWindow, RateLimiter, tokenBucket } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { connectRedis } from 'sluice/node-redis';
 
-const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-const limiter = new RateLimiter({ client });
+const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client: redis });
 
 // Stand in for your authentication and your billing data.
 const sessions = new Map([
@@ -43,4 +43,6 @@ app.get('/healthz', (_req, res) => {
 app.post('/reports', limitReports, (_req, res) => {
   res.status(201).json({ created: true });
 });
-app.listen(Number(process.env.PORT ?? 3000));
+const server = app.listen(Number(process.env.PORT ?? 3000));
+const shutdown = () => server.close(() => void redis.close());
+process.once('SIGTERM', shutdown).once('SIGINT', shutdown);

@@ -1,8 +1,8 @@
 import { fixedWindow, RateLimiter, tokenBucket } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 
-const client = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
-const limiter = new RateLimiter({ client });
+const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
+const limiter = new RateLimiter({ client: redis });
 
 // Named policies: the name shows in RateLimit-Policy and outcome events. A policy's
 // identity is its algorithm, parameters, version and name: change any and it gets a fresh
@@ -37,4 +37,4 @@ console.log(`reset: ${await limiter.reset(orders, burst)}`); // reset: true
 console.log(await order()); // admitted
 console.log(await order()); // limited by orders-per-hour
 
-await client.close();
+await redis.close();

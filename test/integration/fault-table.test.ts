@@ -1,8 +1,8 @@
 /**
- * The fault table of the README, produced by this test: every fault of Redis, the network
+ * The fault table of docs/failures.md, produced by this test: every fault of Redis, the network
  * or the caller is run against a fail-closed `node:http` route, and its row — the typed
  * outcome `take` gives, the HTTP status, and the bound on the time to that answer — is
- * checked against what happened. The README must contain the rendered table verbatim.
+ * checked against what happened. docs/failures.md must contain the rendered table verbatim.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -234,7 +234,7 @@ const ROWS: Row[] = [
   },
 ];
 
-/** The table as the README shows it. */
+/** The table as docs/failures.md shows it. */
 export function renderFaultTable(): string {
   const lines = [
     '| fault | `take` gives | HTTP (fail-closed) | time to the answer |',
@@ -248,7 +248,7 @@ export function renderFaultTable(): string {
   return lines.join('\n');
 }
 
-describe('the README fault table is what the tests observe', () => {
+describe('the fault table of docs/failures.md is what the tests observe', () => {
   for (const row of ROWS) {
     it(row.fault, async () => {
       const { client, tenant, inject } = await row.arrange();
@@ -300,11 +300,11 @@ describe('the README fault table is what the tests observe', () => {
     });
   }
 
-  it('README.md contains this table verbatim', () => {
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  it('docs/failures.md contains this table verbatim', () => {
+    const page = readFileSync(new URL('../../docs/failures.md', import.meta.url), 'utf8');
     assert.ok(
-      readme.includes(renderFaultTable()),
-      `README.md lacks the fault table:\n${renderFaultTable()}`,
+      page.includes(renderFaultTable()),
+      `docs/failures.md lacks the fault table:\n${renderFaultTable()}`,
     );
   });
 });
