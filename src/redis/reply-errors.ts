@@ -7,7 +7,9 @@
  *   helps, and it is never an outage.
  * - "Not now" replies — the server is loading, failing over, busy with a script, a replica
  *   (`READONLY`), a cluster that is down or mid-migration (`CLUSTERDOWN`, `TRYAGAIN`), a
- *   redirection a client did not follow (`MOVED`, `ASK`) — are `UnavailableError`s: no
+ *   redirection a client did not follow (`MOVED`, `ASK`), a primary without the replicas it
+ *   requires (`NOREPLICAS`), a `WAIT` cut short because the node became a replica
+ *   (`UNBLOCKED`) — are `UnavailableError`s: no
  *   decision was made and a later call may succeed. Each keeps the reply's first word in
  *   its message (`Redis is not serving: READONLY …`).
  * - Every other reply (`WRONGTYPE`, `OOM`, `NOPERM`, a script error) is a `StoreError`
@@ -18,7 +20,7 @@ import { setupError } from './setup-errors.js';
 
 /** Error replies that mean "not now" rather than a bad call. */
 const TRANSIENT_REPLIES =
-  /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS)\b/;
+  /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOREPLICAS|UNBLOCKED)\b/;
 
 /**
  * A script's command refused by a cluster node: a key whose slot the node does not serve (a

@@ -23,7 +23,8 @@ export type StartupWarningCode =
   | 'SLUICE_EVICTION_POLICY'
   | 'SLUICE_REPLICA'
   | 'SLUICE_REDIS_VERSION'
-  | 'SLUICE_CLUSTER_NODE';
+  | 'SLUICE_CLUSTER_NODE'
+  | 'SLUICE_NO_MIN_REPLICAS';
 
 /** One thing a start-up check found wrong; reported once per limiter. */
 export interface StartupWarning {
@@ -51,6 +52,8 @@ export function factsFromInfo(text: string): ServerFacts {
     role: fields.get('role') ?? 'unknown',
     maxmemoryPolicy: fields.get('maxmemory_policy') ?? 'unknown',
     clusterEnabled: fields.get('cluster_enabled') === '1',
+    connectedReplicas: Number(fields.get('connected_slaves') ?? 0),
+    minReplicasToWrite: fields.has('min_slaves_good_slaves'),
   };
 }
 
@@ -66,11 +69,17 @@ export function olderThan(version: string, minimum: string): boolean {
 }
 
 /**
- * The warnings the facts call for (none for a primary ≥ 7.0 with `noeviction`).
- * `clusterClient` says whether the limiter's client is a cluster client: a single-node
- * client on a cluster node decides only the slots that node serves (`MOVED` for the rest).
+ * The warnings the facts call for (none for a primary ≥ 7.0 with `noeviction`, and
+ * `min-replicas-to-write` where it has replicas). `clusterClient` says whether the limiter's
+ * client is a cluster client: a single-node client on a cluster node decides only the slots
+ * that node serves (`MOVED` for the rest); `failover` whether its primary is failed over by
+ * Sentinel or a Cluster.
  */
-export function warningsFor(facts: ServerFacts, clusterClient = false): StartupWarning[] {
+export function warningsFor(
+  facts: ServerFacts,
+  clusterClient = false,
+  failover = clusterClient,
+): StartupWarning[] {
   const warnings: StartupWarning[] = [];
   const where = facts.node === undefined ? 'Redis' : `Redis node ${facts.node}`;
   if (facts.clusterEnabled === true && !clusterClient) {
@@ -90,6 +99,24 @@ export function warningsFor(facts: ServerFacts, clusterClient = false): StartupW
         `${where} maxmemory-policy is ${facts.maxmemoryPolicy}: under memory pressure it can ` +
         'evict quota keys (every sluice key has a TTL), and an evicted key is a fresh quota. ' +
         'Use maxmemory-policy noeviction on the Redis that holds quotas.',
+      facts,
+    });
+  }
+  if (
+    facts.role === 'master' &&
+    facts.minReplicasToWrite === false &&
+    (failover || (facts.connectedReplicas ?? 0) > 0)
+  ) {
+    warnings.push({
+      code: 'SLUICE_NO_MIN_REPLICAS',
+      message:
+        `${where} is a primary that can be failed over and accepts writes without ` +
+        'min-replicas-to-write: after a failover, planned or not, an old primary that has not ' +
+        'learnt it was replaced keeps deciding beside the new one, and its decisions vanish ' +
+        'when it is demoted (over-admission). Set min-replicas-to-write 1 and ' +
+        'min-replicas-max-lag 1 on every node, and waitForReplicas: 1 on the limiter; it costs ' +
+        'a replication round trip per script call, and decisions stop while no replica ' +
+        'acknowledges (run two replicas). See docs/cluster.md.',
       facts,
     });
   }
@@ -129,7 +156,8 @@ export function checkServer(
       const seen = new Set<string>();
       const all = Array.isArray(found) ? (found as ServerFacts[]) : [found as ServerFacts];
       for (const facts of all) {
-        for (const warning of warningsFor(facts, store.cluster === true)) {
+        const failover = store.cluster === true || store.sentinel === true;
+        for (const warning of warningsFor(facts, store.cluster === true, failover)) {
           if (seen.has(warning.code)) continue;
           seen.add(warning.code);
           if (onWarning === undefined) {

@@ -35,6 +35,8 @@ export interface ScriptStore {
   serverFacts?(): Promise<ServerFacts | readonly ServerFacts[]>;
   /** True for a store of a cluster client (the start-up checks then read every primary). */
   readonly cluster?: boolean;
+  /** True for a store of a Sentinel client: its primary is failed over by Sentinel. */
+  readonly sentinel?: boolean;
   /**
    * For a store of several nodes (Redis Cluster): the node that serves `key`, so that the
    * coalescer sends one batch per node. Absent: one batch for everything (one server).
@@ -75,6 +77,10 @@ export interface ServerFacts {
   readonly maxmemoryPolicy: string;
   /** `cluster_enabled`: the server is a Redis Cluster node. */
   readonly clusterEnabled?: boolean;
+  /** `connected_slaves`: replicas attached to this primary now. */
+  readonly connectedReplicas?: number;
+  /** `min-replicas-to-write` is on (INFO shows `min_slaves_good_slaves` only then). */
+  readonly minReplicasToWrite?: boolean;
   /** Which node, for a cluster (`host:port`). */
   readonly node?: string;
 }

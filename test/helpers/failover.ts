@@ -62,8 +62,16 @@ export interface FailoverFigures {
   readonly firstDecisionAfterMs: number | undefined;
   /** From the trigger to the last failure. */
   readonly lastFailureAfterMs: number | undefined;
-  /** Failures by code, from the trigger on. */
+  /** Failures by code, from the trigger on, and the first message of each. */
   readonly errors: Readonly<Record<string, number>>;
+  readonly messages: Readonly<Record<string, string>>;
+  /**
+   * Whether the scope was decided again (refused, at its limit) on the new primary within
+   * 20 s of the failover settling. With the safe configuration and one replica, a primary
+   * that died leaves the promoted replica with none: it refuses every decision until a
+   * replica joins it.
+   */
+  readonly decidedAgain: boolean;
 }
 
 const route = 'POST/orders';
@@ -196,10 +204,13 @@ async function underLoad(
     // Settled, and every client decided (refused) on the new primary for a second.
     await waitUntilAsync(steps.settled, 60_000);
     const settledAt = performance.now();
-    await waitUntil(() => {
+    const decidedAgain = await waitUntil(() => {
       const recent = load.events.filter((e) => e.issuedAt > settledAt);
       return recent.length > 100 && recent.slice(-100).every((e) => e.outcome === 'denied');
-    }, 30_000);
+    }, 20_000).then(
+      () => true,
+      () => false,
+    );
     await sleep(1000);
     await load.stop();
     const after = load.events.filter((e) => e.at > triggeredAt);
@@ -224,6 +235,10 @@ async function underLoad(
       lastFailureAfterMs:
         lastFailure === undefined ? undefined : Math.round(lastFailure.at - triggeredAt),
       errors,
+      messages: Object.fromEntries(
+        Object.keys(errors).map((code) => [code, load.messages.get(code) ?? '']),
+      ),
+      decidedAgain,
     };
   } finally {
     await load.stop();

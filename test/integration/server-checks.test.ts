@@ -125,10 +125,39 @@ describe('start-up checks', () => {
       role: 'master',
       maxmemoryPolicy: 'noeviction',
       clusterEnabled: false,
+      connectedReplicas: 0,
+      minReplicasToWrite: false,
     });
     assert.deepEqual(
       warningsFor(facts).map((w) => w.code),
       ['SLUICE_REDIS_VERSION'],
     );
+  });
+
+  it('a primary with a replica and no min-replicas-to-write is reported; with it, not', async () => {
+    const primary = await server();
+    const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
+    const admin = await connectRedis({ url: primary.url, onError: () => {} });
+    clients.push(admin);
+    for (let i = 0; i < 100; i++) {
+      if (/connected_slaves:1/.test(String(await admin.client.info('replication')))) break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const codes = (await warningsOf(primary.url, 1)).map((w) => w.code);
+    assert.deepEqual(codes, ['SLUICE_NO_MIN_REPLICAS']);
+    const [warning] = await warningsOf(primary.url, 1);
+    assert.match(warning?.message ?? '', /min-replicas-to-write 1/);
+    assert.match(warning?.message ?? '', /waitForReplicas/);
+    await admin.client.sendCommand(['CONFIG', 'SET', 'min-replicas-to-write', '1']);
+    assert.deepEqual(await warningsOf(primary.url, 0), []);
+    // A client of a failover topology is warned without a replica attached too.
+    const lone = factsFromInfo('# Replication\r\nrole:master\r\nconnected_slaves:0\r\n');
+    assert.deepEqual(
+      warningsFor({ ...lone, version: '7.0.0', maxmemoryPolicy: 'noeviction' }, false, true).map(
+        (w) => w.code,
+      ),
+      ['SLUICE_NO_MIN_REPLICAS'],
+    );
+    void replica;
   });
 });

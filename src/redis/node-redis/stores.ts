@@ -167,6 +167,8 @@ export class NodeRedisClusterStore extends CommandStore {
 
 /** The store of a node-redis v6 sentinel client (`createSentinel()`). */
 export class NodeRedisSentinelStore extends CommandStore {
+  readonly sentinel = true;
+
   constructor(sentinel: NodeRedisSentinelLike) {
     super(
       (command) => sentinel.sendCommand(false, command),
