@@ -123,9 +123,11 @@ export type RedisConfigReason =
   | 'tls';
 
 /**
- * Redis was reached but refused the connection's setup (authentication, permissions, the
- * database index, TLS): retrying cannot help, the configuration must change. Raised by
- * `createRedisClient` at start instead of `UnavailableError`.
+ * Redis was reached but refused the configuration — a password, an ACL permission, the
+ * database index, TLS: retrying cannot help, the configuration must change. Raised by
+ * `connectRedis` at start, and by a take when Redis refuses it for the same reasons on a
+ * running connection (`NOAUTH`, `WRONGPASS`, `NOPERM`, or a reconnect refused after a
+ * password was rotated), instead of `UnavailableError`: a mistake to fix, never an outage.
  */
 export class RedisConfigError extends SluiceError {
   /** What was wrong (see {@link RedisConfigReason}). */

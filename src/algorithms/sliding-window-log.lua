@@ -18,12 +18,10 @@
 -- window, at most `limit` of them (each holds >= 1 unit, and the units fit). A denial adds
 -- nothing. So a log started empty never holds more than `limit` members. The key itself
 -- expires one window after its newest admission, when everything in it has left the window
--- (Redis frees it on its main thread unless `lazyfree-lazy-expire yes`: about 2–3 ms for a
--- full log of 10,000 members, which a call reading the key just then includes).
--- Memory (MEMORY USAGE, Redis 7.0): about 130 bytes per member once the log holds more than
--- 128 (a skiplist), about 32 while it holds at most 128 (a listpack): a full log at `limit`
--- 10,000 of cost-1 takes is 1.29 MB; a take of cost 10,000 is one member (its key about 150–200 bytes in all).
--- The policy builder caps `limit` at 10,000.
+-- (Redis frees it on its main thread unless `lazyfree-lazy-expire yes`, in time that grows
+-- with its members, which a call reading the key just then includes: bench/script-time.ts
+-- measures it). Memory grows with the members, not with their costs: a take of cost 10,000
+-- is one member. The policy builder caps `limit` at 10,000.
 --
 -- KEYS[1]  the log: a sorted set of admitted takes, score = admission time in ms
 -- ARGV[1]  limit     units per window, integer >= 1
@@ -141,8 +139,8 @@ local function read()
 end
 
 if not read() then
-  -- Foreign state: start afresh. UNLINK: a large set is freed off the main thread (a DEL of
-  -- 10,000 members holds Redis about 1 ms).
+  -- Foreign state: start afresh. UNLINK: a large set is freed off the main thread (a DEL
+  -- would hold Redis while it frees every member).
   if not dry then
     redis.call('UNLINK', key)
   end

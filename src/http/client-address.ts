@@ -1,5 +1,5 @@
 /**
- * The client's address as a rate-limit identity, for IP-keyed outer limits (S2): never a
+ * The client's address as a rate-limit identity, for IP-keyed outer limits: never a
  * header the client wrote, unless it came through a proxy you trust.
  *
  * - Without `trustProxy`, `X-Forwarded-For` is ignored: the address is the socket's peer.

@@ -6,7 +6,7 @@
  *   rounded *up* so a client that waits exactly that long is not refused again, and never
  *   below 1. A cost that can never fit gets `429` without `Retry-After` (no wait helps).
  * - Limiter failure in fail-closed mode: `503 Service Unavailable` with `Retry-After: 1`,
- *   never a fake `429`: the client has not used up its quota (S16).
+ *   never a fake `429`: the client has not used up its quota.
  * - No verified identity: `401 Unauthorized` with a `WWW-Authenticate` challenge.
  *
  * Bodies are RFC 9457 problem details (`application/problem+json`); a `429` uses the
@@ -104,7 +104,7 @@ export function limitedResponse(
   };
 }
 
-/** The `503` response for a limiter failure on a fail-closed route (never a `429`, S16). */
+/** The `503` response for a limiter failure on a fail-closed route (never a `429`). */
 export function unavailableResponse(): HttpResponseSpec {
   return {
     status: 503,

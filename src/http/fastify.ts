@@ -1,7 +1,7 @@
 /**
  * `sluice/fastify`: the Fastify 5 plugin with Fastify's own types, and `config.rateLimit`
  * declared on Fastify's route config. Needs `fastify` installed (an optional peer
- * dependency); the root entry exports the same plugin typed structurally.
+ * dependency); the plugin itself is typed structurally (`fastify-plugin.ts`).
  *
  * ```ts
  * import { fastifyRateLimit } from 'sluice/fastify';

@@ -1,6 +1,6 @@
 /**
  * A per-process fixed-window counter: the local fallback limit of fail-open routes, so that
- * a Redis outage cannot pass unlimited traffic to what the limiter protects (S16). It is
+ * a Redis outage cannot pass unlimited traffic to what the limiter protects. It is
  * per replica, not shared: with N replicas up to N × `limit` pass per window.
  *
  * Memory is bounded by `maxKeys`: expired windows are dropped first, then the oldest.

@@ -197,7 +197,7 @@ class OpenTelemetrySink implements Metrics {
     });
     const events = meter.createObservableCounter(names.redisEvents, {
       description:
-        'Redis connection events of clients made by createRedisClient: connection_error, reconnect, stall_recycle.',
+        'Redis connection events of connections made by connectRedis: connection_error, reconnect, stall_recycle.',
       unit: '{event}',
     });
     meter.addBatchObservableCallback(

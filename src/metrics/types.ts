@@ -2,7 +2,7 @@
  * What sluice reports for observation: one event per decided policy, one per HTTP request,
  * one per Redis connection event, and the calls in flight. The core only calls a
  * {@link Metrics} it was given (`metrics` option of `RateLimiter`, the HTTP adapters and
- * `createRedisClient`) and an `onDecision` callback; it loads no metrics library.
+ * `connectRedis`) and an `onDecision` callback; it loads no metrics library.
  * `sluice/prometheus` and `sluice/opentelemetry` implement `Metrics`. With neither given,
  * nothing is measured (no clock read, no event built).
  */
@@ -67,7 +67,7 @@ export interface RequestEvent {
 }
 
 /**
- * A Redis connection event of a client made by `createRedisClient`: `connection_error`
+ * A Redis connection event of a connection made by `connectRedis`: `connection_error`
  * (the client reported an error), `reconnect` (it is reconnecting), `stall_recycle` (the
  * stall watchdog replaced a connection that stopped answering).
  */

@@ -4,7 +4,7 @@
  * `ScriptStore` interface, so the whole decision path (validation, coalescing, deadlines,
  * the denial cache) is the one that runs on Redis.
  *
- * For a single process, for tests, and as the local fallback of fail-open routes. It is
+ * For a single process and for tests (the fail-open fallback of a route is `LocalWindow`). It is
  * per process: N processes with a MemoryStore each admit N × the limit.
  */
 import { performance } from 'node:perf_hooks';
