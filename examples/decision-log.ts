@@ -1,5 +1,6 @@
 import pino from 'pino';
-import { type DecisionEvent, fixedWindow, isSluiceError, RateLimiter } from 'sluice';
+import { fixedWindow, isSluiceError, RateLimiter } from 'sluice';
+import type { DecisionEvent } from 'sluice/metrics';
 import { connectRedis } from 'sluice/node-redis';
 
 const logger = pino({ base: undefined }); // JSON lines on stdout; no pid/hostname here

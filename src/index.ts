@@ -2,10 +2,11 @@
  * sluice — distributed rate limiting on Redis, atomic by construction.
  *
  * The root entry: the limiter, the policies, the shapes of a decision, the errors, the
- * in-memory store and the observation types. It loads no Redis client and no framework:
- * integrations have their own entries — `sluice/node-redis` (`connectRedis`),
- * `sluice/ioredis`, `sluice/express`, `sluice/fastify`, `sluice/fetch`, `sluice/node`,
- * `sluice/http`, `sluice/config`, `sluice/prometheus`, `sluice/opentelemetry`.
+ * in-memory store. It loads no Redis client and no framework: integrations have their own
+ * entries — `sluice/node-redis` (`connectRedis`), `sluice/ioredis`, `sluice/express`,
+ * `sluice/fastify`, `sluice/fetch`, `sluice/node`, `sluice/http`, `sluice/config`,
+ * `sluice/prometheus`, `sluice/opentelemetry` — and the types for implementing a metrics
+ * sink or a store of your own are in `sluice/metrics` and `sluice/store`.
  *
  * @example
  * ```ts
@@ -21,12 +22,27 @@
  *
  * @packageDocumentation
  */
-export { type FixedWindowOptions, fixedWindow } from './algorithms/fixed-window.js';
-export { type GcraOptions, gcra } from './algorithms/gcra.js';
+export {
+  type FixedWindowOptions,
+  type FixedWindowPolicy,
+  fixedWindow,
+} from './algorithms/fixed-window.js';
+export { type GcraOptions, type GcraPolicy, gcra } from './algorithms/gcra.js';
 export type { PolicyIdentityOptions } from './algorithms/policy.js';
-export { slidingWindowCounter } from './algorithms/sliding-window-counter.js';
-export { type SlidingWindowOptions, slidingWindowLog } from './algorithms/sliding-window-log.js';
-export { type TokenBucketOptions, tokenBucket } from './algorithms/token-bucket.js';
+export {
+  type SlidingWindowCounterPolicy,
+  slidingWindowCounter,
+} from './algorithms/sliding-window-counter.js';
+export {
+  type SlidingWindowLogPolicy,
+  type SlidingWindowOptions,
+  slidingWindowLog,
+} from './algorithms/sliding-window-log.js';
+export {
+  type TokenBucketOptions,
+  type TokenBucketPolicy,
+  tokenBucket,
+} from './algorithms/token-bucket.js';
 export {
   InvalidInputError,
   isSluiceError,
@@ -42,17 +58,9 @@ export {
 export type { RateLimiterOptions } from './limiter/options.js';
 export { RateLimiter } from './limiter/rate-limiter.js';
 export type { LimiterStats } from './limiter/stats.js';
-export type {
-  DecisionEvent,
-  DecisionOutcome,
-  LimiterSource,
-  Metrics,
-  RedisEvent,
-  RequestEvent,
-} from './metrics/types.js';
-export type { StartupWarning } from './redis/server-checks.js';
+export type { AcceptedClient } from './redis/select.js';
+export type { StartupWarning, StartupWarningCode } from './redis/server-checks.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
-export type { ScriptStore } from './stores/store.js';
 export type {
   Decision,
   Policy,

@@ -15,9 +15,10 @@
  */
 import calculateSlot from 'cluster-key-slot';
 import { createCluster } from 'redis';
-import { fixedWindow, RateLimiter, type ScriptStore } from '../../src/index.js';
+import { fixedWindow, RateLimiter } from '../../src/index.js';
 import { connectRedis } from '../../src/redis/node-redis/connect.js';
 import { storeFor } from '../../src/redis/select.js';
+import type { ScriptStore } from '../../src/stores/store.js';
 import type { BenchPolicy } from '../types.js';
 
 /** Where a variant runs: one server's URL, or the cluster's root node URLs. */

@@ -43,8 +43,8 @@
 export { checkPolicies, policiesFrom, policyConfigFrom } from './compile.js';
 export { describePolicy } from './describe.js';
 export { loadPolicies, loadPolicyConfig, readPolicyFile } from './load.js';
-export { fieldPath } from './paths.js';
-export { PolicyFileError } from './problems.js';
+export { fieldPath, type Path, type Segment } from './paths.js';
+export { type Issue, PolicyFileError } from './problems.js';
 export { planOf, routeLimits } from './resolve.js';
 export type {
   PlanLimits,

@@ -41,6 +41,7 @@ export type {
   LimitScope,
   Limits,
   LimitsOption,
+  ResolvedLimit,
   ScopedLimit,
 } from './limits.js';
 export { LocalWindow } from './local-window.js';

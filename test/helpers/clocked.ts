@@ -14,7 +14,7 @@
  * scripts keep reading `TIME`; nothing here is reachable from the library.
  */
 
-import type { ScriptStore } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import { BATCH_ALGORITHMS, batchScript, buildBatch } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';

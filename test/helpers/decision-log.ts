@@ -10,7 +10,7 @@
  * library.
  */
 
-import type { ScriptStore } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import { batchScript } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';

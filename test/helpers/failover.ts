@@ -170,6 +170,9 @@ function limiter(client: unknown, safe: boolean): RateLimiter {
   return new RateLimiter({
     client: client as RateLimiterOptions['client'],
     onWarning: () => {},
+    // Every decision from Redis: a denial cached from the old primary would hide what the
+    // new one counts (it errs the safe way: a cached denial may outlive counts a failover lost).
+    denialCache: false,
     ...(safe ? { waitForReplicas: 1 } : {}),
   });
 }

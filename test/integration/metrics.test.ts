@@ -22,9 +22,9 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { Counter, Registry } from 'prom-client';
-import type { DecisionEvent, Metrics } from 'sluice';
 import { fixedWindow, RateLimiter } from 'sluice';
 import { createGuard } from 'sluice/http';
+import type { DecisionEvent, Metrics } from 'sluice/metrics';
 import { connectRedis } from 'sluice/node-redis';
 import { OPEN_TELEMETRY_INSTRUMENTS, openTelemetryMetrics } from 'sluice/opentelemetry';
 import { prometheusMetrics } from 'sluice/prometheus';

@@ -42,6 +42,8 @@ const SUBPATHS = [
   './node',
   './config',
   './ioredis',
+  './metrics',
+  './store',
 ];
 /** Entry points that need an optional peer (redis, prom-client, @opentelemetry/api) to load. */
 const PEER_SUBPATHS = ['./node-redis', './prometheus', './opentelemetry'];

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Decision, Policy, Scope, ScriptStore, TakeAllItem } from 'sluice';
+import type { Decision, Policy, Scope, TakeAllItem } from 'sluice';
 import {
   fixedWindow,
   gcra,
@@ -20,6 +20,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
 import { logMember, logTakes } from '../helpers/sliding-log.js';

@@ -12,7 +12,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { RateLimiter, type ScriptStore, slidingWindowLog } from 'sluice';
+import { RateLimiter, slidingWindowLog } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import { MAX_WINDOW_MS } from '../../src/algorithms/policy.js';
 import {
   type LogEntry,

@@ -11,16 +11,11 @@ import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  fixedWindow,
-  type LimiterSource,
-  MemoryStore,
-  type Metrics,
-  RateLimiter,
-  type ScriptStore,
-} from 'sluice';
+import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
+import type { LimiterSource, Metrics } from 'sluice/metrics';
 import { withRateLimit } from 'sluice/node';
 import { connectRedis } from 'sluice/node-redis';
+import type { ScriptStore } from 'sluice/store';
 import { useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();

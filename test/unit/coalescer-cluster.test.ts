@@ -7,8 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ScriptStore } from 'sluice';
 import { fixedWindow, RateLimiter, StoreError, UnavailableError } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import { batchScript } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { RerouteError } from '../../src/stores/store.js';

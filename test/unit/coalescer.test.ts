@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ScriptStore } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import {
   type BatchRequest,

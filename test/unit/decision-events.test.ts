@@ -7,8 +7,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { DecisionEvent, LimiterSource, Metrics, RequestEvent, ScriptStore } from 'sluice';
 import { fixedWindow, InvalidInputError, MemoryStore, RateLimiter, StoreError } from 'sluice';
+import type { DecisionEvent, LimiterSource, Metrics, RequestEvent } from 'sluice/metrics';
+import type { ScriptStore } from 'sluice/store';
 
 class Recording implements Metrics {
   readonly decisions: DecisionEvent[] = [];

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ScriptStore } from 'sluice';
 import { fixedWindow, InvalidInputError, RateLimiter, UnavailableError } from 'sluice';
 import { nodeRateLimit } from 'sluice/node';
+import type { ScriptStore } from 'sluice/store';
 import { scopeKey } from '../../src/key.js';
 
 const policy = fixedWindow({ limit: 10, windowMs: 1000 });

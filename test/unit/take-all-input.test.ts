@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import type { ScriptStore } from 'sluice';
 import {
   fixedWindow,
   gcra,
@@ -17,6 +16,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 
 const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
 

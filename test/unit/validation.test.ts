@@ -5,7 +5,6 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ScriptStore } from 'sluice';
 import {
   fixedWindow,
   gcra,
@@ -15,6 +14,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 
 function spyStore() {
   let calls = 0;

@@ -6,7 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { fixedWindow, MemoryStore, RateLimiter, type ScriptStore, slidingWindowLog } from 'sluice';
+import { fixedWindow, MemoryStore, RateLimiter, slidingWindowLog } from 'sluice';
+import type { ScriptStore } from 'sluice/store';
 import { batchWork } from '../../src/algorithms/batch.js';
 
 /** The documented bound: about 0.5 ms of estimated Redis time per script call, in µs. */
