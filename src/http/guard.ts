@@ -38,6 +38,9 @@ export type {
  *   `wwwAuthenticate`, or a hook that is not a function. At request time, an invalid answer of
  *   a `policy`, `route` or `cost` function rejects the guard's promise with an
  *   `InvalidInputError` (the adapters pass it to the framework's error handling: `500`).
+ * @throws {RedisConfigError} at request time, when Redis refuses the limiter's
+ *   configuration (a wrong password, a missing permission): a mistake to fix, passed to the
+ *   framework's error handling like bad input — never answered as fail-open or as a `503`.
  */
 export function createGuard<Req>(options: GuardOptions<Req>): Guard<Req> {
   const counts = noCounts();

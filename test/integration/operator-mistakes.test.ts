@@ -235,3 +235,55 @@ describe('connectRedis over a Unix socket', () => {
     assert.ok(overSocket.length >= 2, `two connections over the socket:\n${clients}`);
   });
 });
+
+describe('over HTTP, a refused configuration is not an outage', () => {
+  it('fail-open and fail-closed routes pass RedisConfigError to the error handling (500), never admit it as fail-open', async () => {
+    const s = await server();
+    const root = await admin(s.url);
+    await root.client.sendCommand(['ACL', 'SETUSER', 'web', 'on', '>pw', '~*', '+@all']);
+    const redis = await connectRedis({
+      url: s.url,
+      username: 'web',
+      password: 'pw',
+      onError: () => {},
+    });
+    closers.push(() => redis.destroy());
+    const limiter = new RateLimiter({ client: redis });
+    const { withRateLimit } = await import('sluice/node');
+    const { createServer } = await import('node:http');
+    let handled = 0;
+    const errors: unknown[] = [];
+    const serve = (failureMode: 'fail-open' | 'fail-closed') =>
+      withRateLimit(
+        {
+          limiter,
+          policy,
+          route: `GET/${failureMode}`,
+          identify: () => 't',
+          failureMode,
+          ...(failureMode === 'fail-open' ? { failOpenLimit: 100 } : {}),
+          onError: (error) => errors.push(error),
+        },
+        (_req, res) => {
+          handled++;
+          res.end('ok');
+        },
+      );
+    const open = serve('fail-open');
+    const closed = serve('fail-closed');
+    const http = createServer((req, res) =>
+      req.url === '/open' ? open(req, res) : closed(req, res),
+    );
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    closers.push(() => new Promise((resolve) => http.close(resolve)));
+    const address = http.address();
+    const base = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    assert.equal((await fetch(`${base}/open`)).status, 200);
+    await root.client.sendCommand(['ACL', 'SETUSER', 'web', '-@all']);
+    handled = 0;
+    assert.equal((await fetch(`${base}/open`)).status, 500, 'fail-open does not admit it');
+    assert.equal((await fetch(`${base}/closed`)).status, 500, 'nor is it a 503');
+    assert.equal(handled, 0);
+    assert.ok(errors.length >= 2 && errors.every((e) => e instanceof RedisConfigError));
+  });
+});

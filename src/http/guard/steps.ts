@@ -77,8 +77,15 @@ export function requestSteps<Req>(
         cached = result.cached;
       }
     } catch (error) {
-      // Bad input is a programming error, not an outage: never mask it as fail-open.
-      if (isSluiceError(error, 'SLUICE_INVALID_INPUT')) throw error;
+      // Bad input is a programming error and a refused configuration (a wrong password, a
+      // missing permission) a mistake to fix, not an outage: never masked as fail-open,
+      // never a 503 that says "try again"; the framework's error handling answers it (500).
+      if (
+        isSluiceError(error, 'SLUICE_INVALID_INPUT') ||
+        isSluiceError(error, 'SLUICE_REDIS_CONFIG')
+      ) {
+        throw error;
+      }
       return failed(config, counts, req, route, names, tenant, cost, error);
     }
     return decided(config, counts, req, route, limits, names, decisions, cached);
