@@ -25,9 +25,10 @@ const TRANSIENT_REPLIES =
 /**
  * A script's command refused by a cluster node: a key whose slot the node does not serve (a
  * stale slot map), or any command while the cluster is down (a failover under way). Both
- * fail at the script's first command on that key, before it wrote anything.
+ * fail at the script's first command on that key, before it wrote anything. And a `WAIT`
+ * refused by a node that became a replica since the script it follows was sent.
  */
-const NOT_HERE = /non local key|while the cluster is down/;
+const NOT_HERE = /non local key|while the cluster is down|WAIT cannot be used with replica/;
 
 /** Replies that say the connection's configuration is refused. */
 const REFUSED_SETUP = /^(NOAUTH|WRONGPASS|NOPERM)\b/;

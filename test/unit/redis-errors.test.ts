@@ -1,11 +1,12 @@
 /**
  * Error replies mapped to sluice errors (a unit: no Redis): "not now" replies, also those a
- * cluster node gives a script's command, are `UnavailableError`s (no decision was made); any
- * other reply is a `StoreError` carrying its first word.
+ * cluster node gives a script's command, are `UnavailableError`s (no decision was made); a
+ * refused configuration is a `RedisConfigError`; any other reply is a `StoreError` carrying
+ * its first word.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { StoreError, UnavailableError } from 'sluice';
+import { RedisConfigError, StoreError, UnavailableError } from 'sluice';
 import { errorFromReply } from '../../src/redis/reply-errors.js';
 
 describe('errorFromReply', () => {
@@ -16,9 +17,24 @@ describe('errorFromReply', () => {
     'ERR Script attempted to access a non local key in a cluster node script',
     // Seen in a failover of the cluster suite: a batch's item failed with it, as a StoreError.
     'ERR Script attempted to execute a command while the cluster is down script: abc, on @user_script:12.',
+    // Seen in failovers with waitForReplicas: the node became a replica, or cut a WAIT short.
+    'NOREPLICAS Not enough good replicas to write.',
+    'UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)',
+    'ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 …',
   ]) {
     it(`"${reply.slice(0, 50)}…" is UnavailableError`, () => {
       assert.ok(errorFromReply(reply) instanceof UnavailableError);
+    });
+  }
+  for (const [reply, reason] of [
+    ['NOAUTH Authentication required.', 'auth-required'],
+    ['WRONGPASS invalid username-password pair or user is disabled.', 'wrong-password'],
+    ["NOPERM User app has no permissions to run the 'evalsha' command", 'no-permission'],
+  ] as const) {
+    it(`"${reply.slice(0, 30)}…" is a RedisConfigError (${reason}), not an outage`, () => {
+      const error = errorFromReply(reply);
+      assert.ok(error instanceof RedisConfigError);
+      assert.equal(error.reason, reason);
     });
   }
   it('WRONGTYPE is a StoreError with its code', () => {
