@@ -12,7 +12,8 @@ const nodeRedis = createClient({ url, disableOfflineQueue: true });
 nodeRedis.on('error', (error) => console.error(`node-redis: ${error.message}`));
 await nodeRedis.connect();
 
-// An ioredis client: IOREDIS_OPTIONS turn off its offline queue, its retries and its resends.
+// An ioredis client: IOREDIS_OPTIONS turn off its offline queue, its retries and its resends,
+// and replace a connection that stops answering (socketTimeout).
 const ioredis = new Redis(url, { ...IOREDIS_OPTIONS, lazyConnect: true });
 ioredis.on('error', (error) => console.error(`ioredis: ${error.message}`));
 await ioredis.connect();
