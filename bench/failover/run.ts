@@ -7,9 +7,11 @@
  * fixed window of 20,000 per 10 minutes, the failover once half the quota is admitted (see
  * test/helpers/failover.ts). Writes bench/failover/results.json and RESULTS.md.
  *
- *   npm run bench:failover -- [--runs 3] [--only sentinel-failover]
+ *   npm run bench:failover -- [--runs 3] [--only cluster-force,cluster-failover]
+ *
+ * `--only` measures those failovers again and keeps the other rows of results.json.
  */
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { createClient } from 'redis';
 import {
@@ -36,9 +38,17 @@ const { values } = parseArgs({
   options: { runs: { type: 'string', default: '3' }, only: { type: 'string' } },
 });
 const runs = Number(values.runs);
-const triggers = values.only === undefined ? TRIGGERS : TRIGGERS.filter((t) => t === values.only);
+const only = values.only?.split(',');
+const triggers = only === undefined ? TRIGGERS : TRIGGERS.filter((t) => only.includes(t));
 const atStart = sourceState();
-const results: FailoverFigures[] = [];
+const url = new URL('./', import.meta.url);
+const previous = new URL('results.json', url);
+const results: FailoverFigures[] =
+  only !== undefined && existsSync(previous)
+    ? (JSON.parse(readFileSync(previous, 'utf8')).results as FailoverFigures[]).filter(
+        (f) => !triggers.includes(f.trigger),
+      )
+    : [];
 for (const trigger of triggers) {
   for (const safe of [false, true]) {
     for (let run = 1; run <= runs; run++) {
@@ -49,7 +59,6 @@ for (const trigger of triggers) {
   }
 }
 const environment = describeEnvironment(await redisVersion(), atStart);
-const url = new URL('./', import.meta.url);
 writeFileSync(
   new URL('results.json', url),
   `${JSON.stringify({ environment, results }, null, 2)}\n`,
