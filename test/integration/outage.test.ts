@@ -114,7 +114,9 @@ describe('bounded under outage', () => {
         `longest wait ${f.maxWaitMs.toFixed(0)} ms (deadline 150 ms)`,
       );
       assert.ok(f.maxInFlight <= 500, `max in flight ${f.maxInFlight}`);
-      assert.ok((f.outcomes.SLUICE_TIMEOUT ?? 0) > 0 && (f.outcomes.SLUICE_OVERLOAD ?? 0) > 0);
+      assert.ok((f.outcomes.SLUICE_TIMEOUT ?? 0) > 0);
+      // A Redis that stopped answering is never reported as the process over its own cap.
+      assert.equal(f.outcomes.SLUICE_OVERLOAD, undefined, 'no OverloadError');
       if (SECONDS >= 4) {
         // The stall watchdog (stallTimeoutMs 2000) recycled the connection: calls failed fast.
         assert.ok((f.outcomes.SLUICE_UNAVAILABLE ?? 0) > 0, 'the watchdog recycled the connection');

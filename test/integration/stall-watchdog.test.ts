@@ -78,15 +78,31 @@ async function fillCap(limiter: RateLimiter, takes: number): Promise<Record<stri
 }
 
 describe('stall watchdog', () => {
-  it('without it, a black-holed connection keeps its in-flight slots held past every deadline', async () => {
+  it('without it, the written commands stay pending; the limiter reports the dead connection as unavailable, and frees the slots after its own stallTimeoutMs', async () => {
     const { proxy, client } = await proxied({ stallTimeoutMs: 0, reconnect: true });
-    const limiter = new RateLimiter({ client, timeoutMs: 100, maxInFlight: 20, maxBatchSize: 1 });
+    const limiter = new RateLimiter({
+      client,
+      timeoutMs: 100,
+      maxInFlight: 20,
+      maxBatchSize: 1,
+      stallTimeoutMs: 2000,
+    });
     proxy.mode = 'blackhole';
     const counts = await fillCap(limiter, 30);
+    // 30 at once over a cap of 20: the process really had 30 in flight.
     assert.deepEqual(counts, { SLUICE_TIMEOUT: 20, SLUICE_OVERLOAD: 10 });
-    await sleep(1500);
+    await sleep(1000);
     assert.equal(limiter.stats().inFlight, 20, 'the written commands are still pending');
-    assert.equal((await outcomeOf(limiter)).outcome, 'SLUICE_OVERLOAD');
+    // Past their deadline, they wait on a Redis that stopped answering: not an overload.
+    assert.equal((await outcomeOf(limiter)).outcome, 'SLUICE_UNAVAILABLE');
+    await sleep(1100);
+    // Given up on after stallTimeoutMs: the slots free; one call goes as the stalled node's
+    // probe (it times out), the next fails at once.
+    assert.equal((await outcomeOf(limiter)).outcome, 'SLUICE_TIMEOUT');
+    assert.equal(limiter.stats().inFlight, 1, 'only the probe is in flight');
+    const next = await outcomeOf(limiter);
+    assert.equal(next.outcome, 'SLUICE_UNAVAILABLE');
+    assert.ok(next.ms < 50, `answered in ${next.ms.toFixed(0)} ms`);
     client.destroy();
   });
 
