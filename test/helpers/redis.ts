@@ -88,18 +88,16 @@ export function randomTenant(): string {
   return `t-${Math.random().toString(36).slice(2)}-${Date.now()}`;
 }
 
-/** Fills a `maxmemory` server with ever smaller values until even a tiny write is refused (OOM). */
+/**
+ * Puts a server (`maxmemory-policy noeviction`) well over its memory limit, so that every
+ * write is refused (OOM) whatever its own memory does meanwhile (client buffers come and go):
+ * 2 MB written, then `maxmemory` set 1 MB below what is used.
+ */
 export async function fillMemory(client: Client): Promise<void> {
-  let n = 0;
-  for (const size of [512 * 1024, 16 * 1024, 512, 16]) {
-    for (let i = 0; i < 100_000; i++) {
-      const full = await client.client.set(`filler:${n++}`, 'x'.repeat(size)).then(
-        () => false,
-        (error: Error) => error.message.startsWith('OOM'),
-      );
-      if (full) break;
-    }
-  }
+  for (let i = 0; i < 32; i++) await client.client.set(`filler:${i}`, 'x'.repeat(64 * 1024));
+  const info = String(await client.client.info('memory'));
+  const used = Number(/used_memory:(\d+)/.exec(info)?.[1]);
+  await client.client.sendCommand(['CONFIG', 'SET', 'maxmemory', String(used - 1024 * 1024)]);
 }
 
 /** The Redis key of `{ tenant, route }` under `policy` (key scheme v2), as a limiter builds it. */

@@ -9,6 +9,7 @@ import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { after } from 'node:test';
+import { nodeScript } from './node-script.js';
 import type { RedisFixture } from './redis.js';
 
 export interface Takers {
@@ -25,7 +26,7 @@ export function useTakers(fixture: URL, count: number, redis: RedisFixture): Tak
   const start = () => {
     if (children.length > 0) return;
     children = Array.from({ length: count }, () =>
-      spawn(process.execPath, ['--import', 'tsx', fixture.pathname], {
+      spawn(process.execPath, nodeScript(fixture), {
         env: { ...process.env, REDIS_URL: redis.server.url },
         stdio: ['pipe', 'pipe', 'inherit'],
       }),

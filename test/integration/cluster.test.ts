@@ -52,7 +52,7 @@ const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
         redisOptions: {
           autoResendUnfulfilledCommands: false,
           maxRetriesPerRequest: 0,
-          socketTimeout: 3000,
+          socketTimeout: 10_000,
         },
         lazyConnect: true,
       },

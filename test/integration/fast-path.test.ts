@@ -15,6 +15,7 @@ import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import type { RespConnection } from '../../src/redis/resp/connection.js';
+import { nodeScript } from '../helpers/node-script.js';
 import { type Client, commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
@@ -438,8 +439,8 @@ describe('script connection: close', () => {
 
   for (const how of ['close', 'quit', 'destroy']) {
     it(`${how}(): nothing keeps the process alive`, async () => {
-      const fixture = fileURLToPath(new URL('../fixtures/fast-path-exit.ts', import.meta.url));
-      const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
+      const fixture = new URL('../fixtures/fast-path-exit.ts', import.meta.url);
+      const child = spawn(process.execPath, nodeScript(fixture), {
         env: { ...process.env, REDIS_URL: redis.server.url, CLOSE: how },
         stdio: ['ignore', 'pipe', 'inherit'],
       });

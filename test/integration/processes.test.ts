@@ -7,16 +7,17 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
+import { nodeScript } from '../helpers/node-script.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
-const taker = new URL('../fixtures/taker.ts', import.meta.url).pathname;
+const taker = new URL('../fixtures/taker.ts', import.meta.url);
 
 describe('across processes', () => {
   it('3 OS processes × 100 concurrent takes, limit 50 → exactly 50 in total', async () => {
     const tenant = randomTenant();
     const children = Array.from({ length: 3 }, () =>
-      spawn(process.execPath, ['--import', 'tsx', taker], {
+      spawn(process.execPath, nodeScript(taker), {
         env: {
           ...process.env,
           REDIS_URL: redis.server.url,

@@ -23,10 +23,11 @@ import { createClient } from 'redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { algorithmOf, checkAdmissions } from '../helpers/admission-check.js';
 import { readDecisionLog } from '../helpers/decision-log.js';
+import { nodeScript } from '../helpers/node-script.js';
 
 const SECONDS = Number(process.env.SLUICE_SOAK_SECONDS ?? 60);
 const PROCESSES = 3;
-const worker = new URL('../fixtures/soak-worker.ts', import.meta.url).pathname;
+const worker = new URL('../fixtures/soak-worker.ts', import.meta.url);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-soak-'));
 let server: PrivateRedis | undefined;
 after(async () => {
@@ -57,7 +58,7 @@ describe('soak', () => {
     const redis = server;
     const started = Date.now();
     const children = Array.from({ length: PROCESSES }, () =>
-      spawn(process.execPath, ['--import', 'tsx', worker], {
+      spawn(process.execPath, nodeScript(worker), {
         env: { ...process.env, REDIS_URL: redis.url, SOAK_MS: String(SECONDS * 1000) },
         stdio: ['ignore', 'pipe', 'inherit'],
       }),

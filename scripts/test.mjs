@@ -1,0 +1,129 @@
+// `npm test`'s runner: the suite compiled once and run by Node's test runner, test files in
+// parallel (each already has a private Redis), the slow group first.
+//
+// Why compiled: a test file run through tsx costs about half a second of CPU to start, and
+// the suite starts more than a hundred Node processes (test files, workers, fixtures): on a
+// machine of two cores that is a large share of the run. `tsc -p tsconfig.test.json` emits the
+// tests (and the bench modules a test uses); their imports of the public API (`sluice`,
+// `sluice/express`, …) resolve through the package's own `exports` to `dist/`, as a user's
+// do, and their imports of internals (`../../src/…`) are pointed at the same build, so that
+// one copy of each module runs. The compiled tests live in `.test/`, at the same depth as
+// `test/`, so that every path a test computes from `import.meta.url` finds the same files.
+// `npm test` builds `dist/` first.
+//
+// node scripts/test.mjs [file filter…]   (e.g. `node scripts/test.mjs outage cli`)
+import { spawnSync } from 'node:child_process';
+import { cpSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const build = join(root, '.test-build');
+const out = join(root, '.test');
+
+/**
+ * The slow group, longest first: each holds the suite open for a while (a soak, an outage,
+ * other processes, a packed install, topologies), so they start first and the short files
+ * fill the gaps around them.
+ */
+const SLOW = [
+  'soak',
+  'conformance',
+  'outage',
+  'failover',
+  'cli',
+  'package',
+  'readme-examples',
+  'cluster',
+  'script-time',
+  'stall-watchdog',
+  'sentinel',
+  'model',
+  'dead-connection',
+  'race',
+  'fast-path',
+  'fixed-window',
+  'demo',
+  'http-node',
+  'processes',
+  'take-all-processes',
+];
+
+/**
+ * Where a compiled file's relative import leads: the module it names in the sources, mapped
+ * to what runs — `src/` to `dist/` (the build), `test/` to `.test/`, `bench/` to `.test/bench/`.
+ */
+function pointImports(file, source) {
+  const text = readFileSync(file, 'utf8');
+  const from = dirname(source);
+  const pointed = text.replace(
+    /((?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"]))(\.{1,2}\/[^'"]+)\2/g,
+    (whole, head, quote, specifier) => {
+      const target = relative(root, join(from, specifier));
+      const mapped = target.startsWith('src/')
+        ? join(root, 'dist', target.slice(4))
+        : target.startsWith('test/')
+          ? join(out, target.slice(5))
+          : target.startsWith('bench/')
+            ? join(out, 'bench', target.slice(6))
+            : join(root, target);
+      let next = relative(dirname(file), mapped);
+      if (!next.startsWith('.')) next = `./${next}`;
+      return `${head}${next}${quote}`;
+    },
+  );
+  if (pointed !== text) writeFileSync(file, pointed);
+}
+
+function compile() {
+  rmSync(build, { recursive: true, force: true });
+  rmSync(out, { recursive: true, force: true });
+  const tsc = join(root, 'node_modules/typescript/bin/tsc');
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.test.json'], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  if (result.status !== 0) process.exit(result.status ?? 1);
+  renameSync(join(build, 'test'), out);
+  renameSync(join(build, 'bench'), join(out, 'bench'));
+  rmSync(build, { recursive: true, force: true });
+  for (const entry of readdirSync(out, { recursive: true })) {
+    if (!entry.endsWith('.js')) continue;
+    const source = entry.startsWith('bench/')
+      ? join(root, entry.replace(/\.js$/, '.ts'))
+      : join(root, 'test', entry.replace(/\.js$/, '.ts'));
+    pointImports(join(out, entry), source);
+  }
+  // What tsc does not emit: the package fixtures (type-checked in the installed app).
+  cpSync(join(root, 'test/fixtures/package'), join(out, 'fixtures/package'), { recursive: true });
+}
+
+function files(filters) {
+  const all = ['unit', 'integration'].flatMap((group) =>
+    readdirSync(join(out, group))
+      .filter((name) => name.endsWith('.test.js'))
+      .map((name) => join(out, group, name)),
+  );
+  const chosen = filters.length === 0 ? all : all.filter((f) => filters.some((x) => f.includes(x)));
+  const rank = (file) => {
+    const name = file.split('/').pop().replace('.test.js', '');
+    const i = SLOW.indexOf(name);
+    return i < 0 ? SLOW.length : i;
+  };
+  return chosen.sort((a, b) => rank(a) - rank(b));
+}
+
+compile();
+const chosen = files(process.argv.slice(2));
+console.log(`running ${chosen.length} test files from ${relative(root, out)}/`);
+const run = spawnSync(
+  process.execPath,
+  [
+    '--test',
+    `--test-concurrency=${process.env.SLUICE_TEST_CONCURRENCY ?? 4}`,
+    '--test-timeout=180000',
+    ...chosen,
+  ],
+  { cwd: root, stdio: 'inherit', env: { ...process.env, SLUICE_TEST_COMPILED: '1' } },
+);
+process.exit(run.status ?? 1);
