@@ -20,6 +20,9 @@ export type SluiceErrorCode =
   | 'SLUICE_STORE_ERROR'
   | 'SLUICE_REDIS_CONFIG';
 
+/** Where the errors reference is: each code has a section, its anchor the code in lowercase. */
+const ERRORS_REFERENCE = 'https://github.com/sluice-js/sluice/blob/main/docs/errors.md';
+
 /** Base class of every error sluice throws or rejects with. */
 export class SluiceError extends Error {
   /** Stable, machine-readable code. */
@@ -29,6 +32,14 @@ export class SluiceError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+  }
+
+  /**
+   * The section of the errors reference (docs/errors.md) on this error's code: what it means,
+   * when it is thrown, what to do, and how the HTTP layer answers it.
+   */
+  get docs(): string {
+    return `${ERRORS_REFERENCE}#${this.code.toLowerCase()}`;
   }
 }
 

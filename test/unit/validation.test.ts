@@ -201,3 +201,24 @@ describe('every policy builder rejects bad fields by name (S11)', () => {
     });
   });
 });
+
+describe('every error points at its section of the errors reference', () => {
+  it('error.docs is docs/errors.md#<code in lowercase>, and that section exists', async () => {
+    const { readFileSync } = await import('node:fs');
+    const reference = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+    const sluice = await import('sluice');
+    const errors = [
+      new sluice.InvalidInputError('f', 'x', 1),
+      new sluice.TimeoutError(150),
+      new sluice.UnavailableError('down'),
+      new sluice.OverloadError(1),
+      new sluice.StoreError('ERR x'),
+      new sluice.RedisConfigError('tls', 'x'),
+    ];
+    for (const error of errors) {
+      const anchor = error.code.toLowerCase();
+      assert.ok(error.docs.endsWith(`/docs/errors.md#${anchor}`), error.docs);
+      assert.ok(reference.includes(`\n## ${error.code}\n`), `a section ## ${error.code}`);
+    }
+  });
+});
