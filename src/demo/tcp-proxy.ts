@@ -31,6 +31,11 @@ export interface TcpProxy {
   readonly connections: number;
   /** Destroys every open connection (clients see a reset/close) but keeps listening. */
   dropConnections(): void;
+  /**
+   * Freezes every connection open now, for good: its bytes are dropped both ways and it is
+   * never closed (a load balancer that lost its state); connections opened later pass.
+   */
+  freezeConnections(): void;
   /** Stops listening and destroys every connection: the upstream is unreachable. */
   close(): Promise<void>;
 }
@@ -45,6 +50,8 @@ interface ProxyState {
   readonly clients: Set<Socket>;
   /** Each connection's bytes held during a black hole, released in order when it ends. */
   readonly releases: Set<() => void>;
+  /** Each open connection's switch to frozen (see `freezeConnections`). */
+  readonly freezes: Set<() => void>;
 }
 
 /** Starts a proxy on a free 127.0.0.1 port that forwards to `upstreamHost:upstreamPort`. */
@@ -55,6 +62,7 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
     sockets: new Set(),
     clients: new Set(),
     releases: new Set(),
+    freezes: new Set(),
   };
   const server: Server = createServer((client) => {
     const upstream = new Socket();
@@ -100,6 +108,9 @@ function controls(state: ProxyState, server: Server, port: number): TcpProxy {
       return state.clients.size;
     },
     dropConnections: dropAll,
+    freezeConnections: () => {
+      for (const freeze of state.freezes) freeze();
+    },
     close: () =>
       new Promise<void>((done) => {
         server.close(() => done());
@@ -119,6 +130,8 @@ class Relay {
   readonly #heldReplies: Buffer[] = [];
   /** The replies on their way to the client, each after the one before. */
   #replies: Promise<void> = Promise.resolve();
+  /** Frozen for good: every byte is dropped, both ways. */
+  #frozen = false;
 
   constructor(
     private readonly state: ProxyState,
@@ -130,17 +143,26 @@ class Relay {
     this.#track(upstream);
     const release = () => this.#release();
     state.releases.add(release);
+    const freeze = () => {
+      this.#frozen = true;
+      this.#heldRequests.length = 0;
+      this.#heldReplies.length = 0;
+    };
+    state.freezes.add(freeze);
     client.on('data', (chunk: Buffer) => {
+      if (this.#frozen) return;
       if (state.mode === 'blackhole') this.#heldRequests.push(chunk);
       else this.#toUpstream(chunk);
     });
     upstream.on('data', (chunk: Buffer) => {
+      if (this.#frozen) return;
       if (state.mode === 'blackhole') this.#heldReplies.push(chunk);
       else this.#toClient(chunk);
     });
     client.once('close', () => {
       state.clients.delete(client);
       state.releases.delete(release);
+      state.freezes.delete(freeze);
       upstream.destroy();
     });
     upstream.once('close', () => client.destroy());
@@ -178,7 +200,7 @@ class Relay {
         return wait > 0 ? sleep(wait, undefined, { ref: false }) : undefined;
       })
       .then(() => {
-        if (client.destroyed) return;
+        if (client.destroyed || this.#frozen) return;
         // The mode may have changed while the reply waited.
         if (state.mode === 'blackhole') this.#heldReplies.push(chunk);
         else if (state.mode === 'pass' || state.mode === 'delay') client.write(chunk);

@@ -121,8 +121,74 @@ for (const kind of ['node-redis client of your own', 'ioredis', 'connectRedis'] 
         }
         await sleep(20);
       }
+      console.log(
+        JSON.stringify({ blackHoleHealed: kind, resumedAfterMs: Math.round(resumed ?? -1) }),
+      );
       assert.ok(resumed !== undefined, 'decisions resumed within 10 s of the path healing');
       assert.equal((await outcome(limiter)).outcome, 'allowed');
     });
   });
 }
+
+describe('a connection frozen for good while new connections work (a load balancer that lost its state)', () => {
+  for (const kind of ['ioredis', 'connectRedis', 'node-redis client of your own'] as const) {
+    const replaced = kind !== 'node-redis client of your own';
+    it(`${kind}: ${replaced ? 'the connection is replaced and decisions resume' : 'calls fail at once (node-redis keeps the connection), never OverloadError'}`, async () => {
+      const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+      proxies.push(proxy);
+      const url = `redis://127.0.0.1:${proxy.port}`;
+      let client: unknown;
+      if (kind === 'ioredis') {
+        const c = new Redis({
+          host: '127.0.0.1',
+          port: proxy.port,
+          ...IOREDIS_OPTIONS,
+          socketTimeout: 500,
+        });
+        c.on('error', () => {});
+        closers.push(() => c.disconnect());
+        await new Promise((resolve) => c.once('ready', resolve));
+        client = c;
+      } else if (kind === 'connectRedis') {
+        const c = await connectRedis({ url, stallTimeoutMs: 500, onError: () => {} });
+        closers.push(() => c.destroy());
+        client = c;
+      } else {
+        const c = createClient({ url, disableOfflineQueue: true });
+        c.on('error', () => {});
+        closers.push(() => c.destroy());
+        await c.connect();
+        client = c;
+      }
+      const limiter = new RateLimiter({
+        client: client as RateLimiterOptions['client'],
+        timeoutMs: TIMEOUT_MS,
+        maxInFlight: MAX_IN_FLIGHT,
+        stallTimeoutMs: STALL_MS,
+        denialCache: false,
+      });
+      assert.equal((await outcome(limiter)).outcome, 'allowed');
+      proxy.freezeConnections();
+      const frozenAt = performance.now();
+      const seen: string[] = [];
+      let resumedAfterMs: number | undefined;
+      while (performance.now() - frozenAt < (replaced ? 10_000 : 3 * STALL_MS)) {
+        const o = await Promise.race([outcome(limiter), sleep(50).then(() => undefined)]);
+        if (o === undefined) continue;
+        seen.push(o.outcome);
+        if (o.outcome === 'allowed') {
+          resumedAfterMs = Math.round(performance.now() - frozenAt);
+          break;
+        }
+        await sleep(20);
+      }
+      console.log(
+        JSON.stringify({ frozenConnection: kind, resumedAfterMs, outcomes: [...new Set(seen)] }),
+      );
+      assert.ok(!seen.includes('SLUICE_OVERLOAD'), 'never OverloadError');
+      if (replaced)
+        assert.ok(resumedAfterMs !== undefined, 'decisions resumed on a new connection');
+      else assert.ok(seen.includes('SLUICE_UNAVAILABLE'), 'it fails at once once stalled');
+    });
+  }
+});
