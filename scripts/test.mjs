@@ -113,6 +113,10 @@ function files(filters) {
   return chosen.sort((a, b) => rank(a) - rank(b));
 }
 
+// Each test may take 3 minutes; a longer soak (`npm run test:soak`) gets its length and 2 more.
+const soakMs = Number(process.env.SLUICE_SOAK_SECONDS ?? 0) * 1000;
+const timeoutMs = Math.max(180_000, soakMs + 120_000);
+
 compile();
 const chosen = files(process.argv.slice(2));
 console.log(`running ${chosen.length} test files from ${relative(root, out)}/`);
@@ -121,7 +125,7 @@ const run = spawnSync(
   [
     '--test',
     `--test-concurrency=${process.env.SLUICE_TEST_CONCURRENCY ?? 4}`,
-    '--test-timeout=180000',
+    `--test-timeout=${timeoutMs}`,
     ...chosen,
   ],
   { cwd: root, stdio: 'inherit', env: { ...process.env, SLUICE_TEST_COMPILED: '1' } },

@@ -178,39 +178,8 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     128,
     MAX_BATCH_SIZE,
   );
-  const stallTimeoutMs = read('stallTimeoutMs') ?? Math.max(2000, timeoutMs);
-  if (
-    typeof stallTimeoutMs !== 'number' ||
-    !Number.isSafeInteger(stallTimeoutMs) ||
-    stallTimeoutMs < timeoutMs ||
-    stallTimeoutMs > MAX_TIMER_MS
-  ) {
-    throw new InvalidInputError(
-      'options.stallTimeoutMs',
-      `an integer from timeoutMs (${timeoutMs}) to ${MAX_TIMER_MS}`,
-      stallTimeoutMs,
-    );
-  }
-  const waitForReplicas = read('waitForReplicas') ?? 0;
-  if (
-    typeof waitForReplicas !== 'number' ||
-    !Number.isInteger(waitForReplicas) ||
-    waitForReplicas < 0 ||
-    waitForReplicas > 16
-  ) {
-    throw new InvalidInputError(
-      'options.waitForReplicas',
-      'an integer from 0 to 16',
-      waitForReplicas,
-    );
-  }
-  if (waitForReplicas > 0 && store.replicaAcks !== true) {
-    throw new InvalidInputError(
-      'options.waitForReplicas',
-      '0 with a store that cannot wait for replicas (such as MemoryStore)',
-      waitForReplicas,
-    );
-  }
+  const stallTimeoutMs = readStallTimeout(read('stallTimeoutMs'), timeoutMs);
+  const waitForReplicas = readWaitForReplicas(read('waitForReplicas'), store);
   const denialCacheEntries = readDenialCache(read('denialCache'));
   const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
   const metrics = readMetrics(read('metrics'));
@@ -235,6 +204,49 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     eventTenant: eventTenant === true,
     onWarning: onWarning as LimiterSettings['onWarning'],
   };
+}
+
+/** `stallTimeoutMs`: from `timeoutMs` to the timer maximum; by default max(2000, timeoutMs). */
+function readStallTimeout(given: unknown, timeoutMs: number): number {
+  const stallTimeoutMs = given ?? Math.max(2000, timeoutMs);
+  if (
+    typeof stallTimeoutMs !== 'number' ||
+    !Number.isSafeInteger(stallTimeoutMs) ||
+    stallTimeoutMs < timeoutMs ||
+    stallTimeoutMs > MAX_TIMER_MS
+  ) {
+    throw new InvalidInputError(
+      'options.stallTimeoutMs',
+      `an integer from timeoutMs (${timeoutMs}) to ${MAX_TIMER_MS}`,
+      stallTimeoutMs,
+    );
+  }
+  return stallTimeoutMs;
+}
+
+/** `waitForReplicas`: 0–16, and above 0 only with a store that can wait for replicas. */
+function readWaitForReplicas(given: unknown, store: ScriptStore): number {
+  const waitForReplicas = given ?? 0;
+  if (
+    typeof waitForReplicas !== 'number' ||
+    !Number.isInteger(waitForReplicas) ||
+    waitForReplicas < 0 ||
+    waitForReplicas > 16
+  ) {
+    throw new InvalidInputError(
+      'options.waitForReplicas',
+      'an integer from 0 to 16',
+      waitForReplicas,
+    );
+  }
+  if (waitForReplicas > 0 && store.replicaAcks !== true) {
+    throw new InvalidInputError(
+      'options.waitForReplicas',
+      '0 with a store that cannot wait for replicas (such as MemoryStore)',
+      waitForReplicas,
+    );
+  }
+  return waitForReplicas;
 }
 
 /** Exactly one of `client` and `store`; a client is recognised into its store. */

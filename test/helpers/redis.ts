@@ -83,7 +83,7 @@ export async function commandCalls(client: Client, command: string): Promise<num
   return match ? Number(match[1]) : 0;
 }
 
-/** A fresh random tenant id, so tests never need FLUSHDB (S20). */
+/** A fresh random tenant id, so tests never need FLUSHDB. */
 export function randomTenant(): string {
   return `t-${Math.random().toString(36).slice(2)}-${Date.now()}`;
 }

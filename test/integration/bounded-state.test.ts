@@ -74,7 +74,7 @@ async function assertBoundedKey(admin: Client, key: string, policy: Policy, labe
   );
 }
 
-describe('stacked policies on one scope keep separate keys (S21)', () => {
+describe('stacked policies on one scope keep separate keys', () => {
   it('3 per 1 s and 5 per hour by takeAll over ~2.5 s: the hourly admits exactly 5 and keeps its hour-long TTL', async () => {
     const limiter = await newLimiter();
     const admin = await redis.admin();
@@ -399,7 +399,7 @@ const EXHAUSTED: ForeignCase[] = [
   },
 ];
 
-describe('S6: a key without a TTL (or with one beyond the horizon) is healed on the denial path', () => {
+describe('a key without a TTL (or with one beyond the horizon) is healed on the denial path', () => {
   for (const { label, policy, write } of EXHAUSTED) {
     for (const shape of ['no TTL', '1e12 ms TTL'] as const) {
       it(`${label} (${shape}) → denied; PTTL afterwards in (0, horizon]`, async () => {

@@ -25,7 +25,7 @@ after(() => {
 });
 const fixture = useRedisCluster();
 const route = 'POST/orders';
-/** Only these may reach a caller while the cluster changes (S11). */
+/** Only these may reach a caller while the cluster changes. */
 const TYPED = new Set(['SLUICE_UNAVAILABLE', 'SLUICE_TIMEOUT']);
 
 /** Each cluster client sluice recognises, created as the README says, connected. */

@@ -20,7 +20,7 @@ async function limiters(count: number) {
 }
 
 describe('fixed window on Redis', () => {
-  it('S17/S18: 30 concurrent takes over 3 connections, limit 10 → exactly 10; after 1100 ms → allowed', async () => {
+  it('30 concurrent takes over 3 connections, limit 10 → exactly 10; after 1100 ms → allowed', async () => {
     const [a, b, c] = await limiters(3);
     const all = [a, b, c] as RateLimiter[];
     const tenant = randomTenant();
@@ -128,7 +128,7 @@ describe('fixed window on Redis', () => {
     assert.ok(d.resetMs <= 4750, `resetMs ${d.resetMs}`);
   });
 
-  it('S6: a key at the limit without a TTL gets one (self-healing) and the quota recovers', async () => {
+  it('a key at the limit without a TTL gets one (self-healing) and the quota recovers', async () => {
     const [limiter] = (await limiters(1)) as [RateLimiter];
     const admin = await redis.admin();
     const tenant = randomTenant();
@@ -143,7 +143,7 @@ describe('fixed window on Redis', () => {
     assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
   });
 
-  it('S6: a key below the limit without a TTL gets one on the next admitted take', async () => {
+  it('a key below the limit without a TTL gets one on the next admitted take', async () => {
     const [limiter] = (await limiters(1)) as [RateLimiter];
     const admin = await redis.admin();
     const tenant = randomTenant();
@@ -257,7 +257,7 @@ describe('fixed window on Redis', () => {
     assert.deepEqual([big.allowed, big.remaining], [true, 1]);
   });
 
-  it('S21: two replicas with different policy versions never share a counter', async () => {
+  it('two replicas with different policy versions never share a counter', async () => {
     const [a, b] = (await limiters(2)) as [RateLimiter, RateLimiter];
     const tenant = randomTenant();
     const v1 = fixedWindow({ limit: 3, windowMs: 60_000, version: 1 });
@@ -292,7 +292,7 @@ describe('fixed window on Redis', () => {
     );
   });
 
-  it('S11: invalid input sends no command to Redis (INFO commandstats)', async () => {
+  it('invalid input sends no command to Redis (INFO commandstats)', async () => {
     const [limiter] = (await limiters(1)) as [RateLimiter];
     const admin = await redis.admin();
     const policy = fixedWindow({ limit: 1, windowMs: 1000 });

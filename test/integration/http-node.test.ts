@@ -1,5 +1,5 @@
 /**
- * The node:http adapter on a real server on loopback, against a real Redis (S15, S16, S2),
+ * The node:http adapter on a real server on loopback, against a real Redis,
  * and the HTTP parts of cases C01, C06, C07, C08.
  */
 import assert from 'node:assert/strict';
@@ -105,7 +105,7 @@ describe('node:http adapter', () => {
     assert.deepEqual(a.counts(), { allowed: 3, limited: 2 });
   });
 
-  it('S1: query-string variants share one quota (the route template names it)', async () => {
+  it('query-string variants share one quota (the route template names it)', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }));
     const tenant = randomTenant();
@@ -115,7 +115,7 @@ describe('node:http adapter', () => {
     assert.deepEqual(statuses, [200, 200, 429, 429]);
   });
 
-  it('S2: the tenant comes from the verified identity; client headers cannot mint fresh quotas', async () => {
+  it('the tenant comes from the verified identity; client headers cannot mint fresh quotas', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }));
     const tenant = randomTenant();
@@ -315,7 +315,7 @@ describe('node:http adapter', () => {
     assert.equal(down.headers.get('ratelimit-policy'), null);
   });
 
-  it('shadow mode (S24): decides and counts, never blocks, and names the would-be decision', async () => {
+  it('shadow mode: decides and counts, never blocks, and names the would-be decision', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
       shadow: true,

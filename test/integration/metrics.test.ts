@@ -36,7 +36,7 @@ after(() => {
   for (const client of clients) if (client.isOpen) client.destroy();
 });
 
-/** A tenant that must never show in any metric (S24). */
+/** A tenant that must never show in any metric. */
 const secretTenant = () => `tenant-SECRET-${Math.random().toString(36).slice(2)}`;
 
 /** One series: its labels (all strings) and value. */

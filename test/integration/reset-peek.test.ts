@@ -211,7 +211,7 @@ describe('peek never repairs state (Redis)', () => {
       (admin, key) => admin.client.sendCommand(['SET', key, '1000000000000000000']),
       true,
     ],
-    // Denial paths, where a take heals the missing TTL (S6) and a peek must not.
+    // Denial paths, where a take heals the missing TTL and a peek must not.
     [
       'fixed window: count = limit',
       fw,

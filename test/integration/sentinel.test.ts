@@ -23,7 +23,7 @@ after(async () => {
 const recommended = useSentinel();
 const defaults = useSentinel();
 const route = 'POST/orders';
-/** Only these may reach a caller during the failover (S11). */
+/** Only these may reach a caller during the failover. */
 const TYPED = new Set(['SLUICE_UNAVAILABLE', 'SLUICE_TIMEOUT']);
 /**
  * How long the limiter may take to decide again after the kill: measured 3.1–3.5 s (down

@@ -9,7 +9,7 @@ const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
 const key = (tenant: string, route?: string, user?: string) =>
   scopeKey('rate', policy.id, tenant, route, user);
 
-describe('scope → key, scheme v2 (S10, S21, S23)', () => {
+describe('scope → key, scheme v2', () => {
   it('is <namespace>:{sha256(JSON [tenant])}:<policy id>:sha256(JSON [route, user])', () => {
     assert.equal(
       key('acme', 'POST/orders'),

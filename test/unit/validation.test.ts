@@ -1,5 +1,5 @@
 /**
- * Bad input → a typed error that names the field, and the store is never called (S11).
+ * Bad input → a typed error that names the field, and the store is never called.
  * The store here is a spy: this unit never touches Redis (the integration suite checks the
  * same against a real server with INFO commandstats).
  */
@@ -42,7 +42,7 @@ const BAD_NUMBERS: unknown[] = [
 ];
 const BAD_STRINGS: unknown[] = ['', 42, null, undefined, {}, ['a'], 'x'.repeat(65_537)];
 
-describe('invalid input is rejected before Redis (S11)', () => {
+describe('invalid input is rejected before Redis', () => {
   for (const value of BAD_NUMBERS) {
     it(`policy.limit = ${String(value)} → InvalidInputError(policy.limit)`, () => {
       assert.throws(
@@ -162,7 +162,7 @@ describe('invalid input is rejected before Redis (S11)', () => {
   });
 });
 
-describe('every policy builder rejects bad fields by name (S11)', () => {
+describe('every policy builder rejects bad fields by name', () => {
   const builders: [string, (value: unknown) => unknown][] = [
     ['policy.capacity', (v) => tokenBucket({ capacity: v as number, refillIntervalMs: 1000 })],
     [
