@@ -214,11 +214,11 @@ export function evaluateTargets(results: BenchResults): Target[] {
   }
   for (const s of results.scriptTimes ?? []) {
     targets.push({
-      label: `longest script call (second of its round), ${s.name}`,
+      label: `heaviest script call (CPU time), ${s.name}`,
       goal: `< ${SCRIPT_TIME_LIMIT_US / 1000} ms`,
-      measured: s.longestUs,
-      spread: [Math.min(...s.secondRounds), Math.max(...s.secondRounds)],
-      met: s.longestUs < SCRIPT_TIME_LIMIT_US,
+      measured: s.cpuUs,
+      spread: [Math.min(...s.cpuRounds), Math.max(...s.cpuRounds)],
+      met: s.cpuUs < SCRIPT_TIME_LIMIT_US,
       why: WHY.scriptTime,
       unit: 'us',
     });

@@ -1,10 +1,11 @@
 /**
  * The bounded-script-time rule: no script call holds Redis for 5 ms or more, at any
  * parameter the policy builders accept and for the largest batch the coalescer builds
- * (the measurement and its cases: bench/script-time.ts). A case passes when the shortest of
- * five rounds' second-longest script call is under 5 ms (one call in a round may meet a
- * pause of Redis's own: see bench/script-time.ts): the old sliding log (one member per
- * unit: 12.9 ms for one take of cost 10,000) and batches bounded by count alone fail every
+ * (the measurement and its cases: bench/script-time.ts). What is asserted is CPU time: the
+ * heaviest script call's share of what Redis's main thread spent in each of five rounds,
+ * which another process taking the core cannot inflate (wall time can: it is printed, and
+ * the benchmark reports it). The old sliding log (one member per unit: 12.9 ms for one take
+ * of cost 10,000), batches bounded by count alone and a loop planted in a script fail every
  * round.
  */
 import assert from 'node:assert/strict';
@@ -24,11 +25,11 @@ describe('bounded script time: no script call holds Redis for 5 ms', () => {
       const [result] = await measureScriptTimes(redis.server.url, 5, [c]);
       assert.ok(result);
       t.diagnostic(
-        `per round, longest / second-longest script call (µs): ${result.rounds.map((r, i) => `${r}/${result.secondRounds[i]}`).join(', ')}`,
+        `per round, heaviest call's CPU µs: ${result.cpuRounds.join(', ')}; wall µs, longest / second-longest: ${result.rounds.map((r, i) => `${r}/${result.secondRounds[i]}`).join(', ')}`,
       );
       assert.ok(
-        result.longestUs < SCRIPT_TIME_LIMIT_US,
-        `script calls ran ${result.longestUs} µs (each round's second-longest: ${result.secondRounds.join(', ')})`,
+        result.cpuUs < SCRIPT_TIME_LIMIT_US,
+        `a script call used ${result.cpuUs} µs of Redis's CPU (per round: ${result.cpuRounds.join(', ')})`,
       );
     });
   }
