@@ -178,7 +178,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
       within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(1000), 'the take'),
       OverloadError,
     );
-    assert.ok(performance.now() - started < 50, 'rejected at once');
+    assert.ok(performance.now() - started < 200, 'rejected at once (the pause is 400 ms)');
     assert.equal(limiter.stats().inFlight, 8);
     const results = await within(
       Promise.allSettled(pending),
