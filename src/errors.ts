@@ -121,7 +121,8 @@ export class StoreError extends SluiceError {
  *
  * - `wrong-password`: `WRONGPASS` (wrong password, unknown or disabled ACL user);
  * - `auth-required`: `NOAUTH` (the server requires a password and none was given);
- * - `no-permission`: `NOPERM` (the ACL user may not run what sluice needs);
+ * - `no-permission`: `NOPERM` (the ACL user may not run what sluice needs: a script, or a
+ *   command or key a script uses);
  * - `database`: the `database` index does not exist on the server;
  * - `tls`: the TLS handshake failed (a `rediss://` URL to a plain server, an untrusted
  *   certificate, a name mismatch).
@@ -145,7 +146,7 @@ export class RedisConfigError extends SluiceError {
   readonly reason: RedisConfigReason;
 
   constructor(reason: RedisConfigReason, message: string, options?: { cause?: unknown }) {
-    super('SLUICE_REDIS_CONFIG', `Redis refused the connection (${reason}): ${message}`, options);
+    super('SLUICE_REDIS_CONFIG', `Redis refused the configuration (${reason}): ${message}`, options);
     this.reason = reason;
   }
 }

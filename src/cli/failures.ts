@@ -33,7 +33,7 @@ interface Refusal {
 }
 
 /** The prefix `RedisConfigError` puts before what Redis (or TLS) said. */
-const CONFIG_PREFIX = /^Redis refused the connection \([a-z-]+\): /;
+const CONFIG_PREFIX = /^Redis refused the configuration \([a-z-]+\): /;
 /** The prefix `StoreError` puts before an error reply. */
 const REPLY_PREFIX = /^Redis replied with an error: /;
 
@@ -68,7 +68,11 @@ function databaseOf(url: string): number | undefined {
 function permissionWords(said: string): string {
   const command = /run the '([^']+)' command/.exec(said)?.[1];
   if (command !== undefined) return `the user may not run ${command.toUpperCase()}`;
-  if (/access one of the keys/.test(said)) return 'the user may not access these keys';
+  if (/access (one|at least one) of the keys/.test(said))
+    return 'the user may not access these keys';
+  if (/script can't run this command/.test(said)) {
+    return 'the user may not run a command the scripts use';
+  }
   return 'the user may not run a command sluice needs';
 }
 

@@ -3,8 +3,9 @@
  * come back inside a batch's reply, so that a take gets the same error alone or batched.
  *
  * - A refused configuration — `NOAUTH` (a password is required), `WRONGPASS`, `NOPERM` (the
- *   ACL user may not run the script) — is a `RedisConfigError`, whenever it comes: no retry
- *   helps, and it is never an outage.
+ *   ACL user may not run the script, or a command the script runs: Redis 7.0 words that
+ *   "ERR The user executing the script can't …") — is a `RedisConfigError`, whenever it
+ *   comes: no retry helps, and it is never an outage.
  * - "Not now" replies — the server is loading, failing over, busy with a script, a replica
  *   (`READONLY`), a cluster that is down or mid-migration (`CLUSTERDOWN`, `TRYAGAIN`), a
  *   redirection a client did not follow (`MOVED`, `ASK`), a primary without the replicas it
@@ -12,11 +13,11 @@
  *   (`UNBLOCKED`) — are `UnavailableError`s: no
  *   decision was made and a later call may succeed. Each keeps the reply's first word in
  *   its message (`Redis is not serving: READONLY …`).
- * - Every other reply (`WRONGTYPE`, `OOM`, `NOPERM`, a script error) is a `StoreError`
+ * - Every other reply (`WRONGTYPE`, `OOM`, a script error) is a `StoreError`
  *   whose `redisCode` is the reply's first word.
  */
 import { type RedisConfigError, StoreError, UnavailableError } from '../errors.js';
-import { setupError } from './setup-errors.js';
+import { SCRIPT_ACL_REFUSAL, setupError } from './setup-errors.js';
 
 /** Error replies that mean "not now" rather than a bad call. */
 const TRANSIENT_REPLIES =
@@ -38,7 +39,7 @@ export function errorFromReply(
   message: string,
   cause?: unknown,
 ): StoreError | UnavailableError | RedisConfigError {
-  if (REFUSED_SETUP.test(message)) {
+  if (REFUSED_SETUP.test(message) || SCRIPT_ACL_REFUSAL.test(message)) {
     const refused = setupError(cause ?? new Error(message));
     if (refused !== undefined) return refused;
   }

@@ -5,6 +5,13 @@
  */
 import { RedisConfigError, type RedisConfigReason } from '../errors.js';
 
+/**
+ * An ACL refusal of a command a script runs, as Redis 7.0 words it: "ERR The user executing
+ * the script can't run this command or subcommand" (also "… can't access at least one of the
+ * keys …").
+ */
+export const SCRIPT_ACL_REFUSAL = /^ERR The user executing the script can't /;
+
 /** The {@link RedisConfigReason} of an error's message and code, or undefined for anything else. */
 export function setupReason(error: unknown): RedisConfigReason | undefined {
   const message = error instanceof Error ? error.message : String(error);
@@ -14,7 +21,8 @@ export function setupReason(error: unknown): RedisConfigReason | undefined {
     return 'wrong-password';
   }
   if (/^NOAUTH\b/.test(message)) return 'auth-required';
-  if (/^NOPERM\b/.test(message)) return 'no-permission';
+  // Redis 7.0 refuses a script's command with ERR (7.2 on: NOPERM, like a lone command).
+  if (/^NOPERM\b/.test(message) || SCRIPT_ACL_REFUSAL.test(message)) return 'no-permission';
   if (/DB index is out of range|invalid DB index/i.test(message)) return 'database';
   if (
     (typeof code === 'string' && /^ERR_SSL|^ERR_TLS|CERT|UNABLE_TO_VERIFY/.test(code)) ||

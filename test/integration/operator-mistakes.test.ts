@@ -13,11 +13,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import {
+  type Decision,
   fixedWindow,
   isSluiceError,
   RateLimiter,
   type RateLimiterOptions,
   RedisConfigError,
+  type Scope,
 } from 'sluice';
 import { IOREDIS_OPTIONS } from 'sluice/ioredis';
 import { connectRedis, type RedisConnection } from 'sluice/node-redis';
@@ -56,7 +58,12 @@ async function admin(url: string, password?: string): Promise<RedisConnection> {
 
 /** `allowed`, or the error's code and, for a RedisConfigError, its reason. */
 async function outcome(limiter: RateLimiter): Promise<string> {
-  return limiter.take({ tenant: randomTenant() }, policy).then(
+  return outcomeOf(limiter.take({ tenant: randomTenant() }, policy));
+}
+
+/** What a decision promise came to: as {@link outcome}. */
+async function outcomeOf(decision: Promise<Decision>): Promise<string> {
+  return decision.then(
     (d) => (d.allowed ? 'allowed' : 'limited'),
     (error: unknown) =>
       error instanceof RedisConfigError
@@ -114,8 +121,14 @@ describe('a password rotated on the server after start', () => {
 });
 
 describe('a permission withdrawn from the ACL user of a running connection', () => {
-  for (const kind of ['connectRedis', 'node-redis client of your own', 'ioredis'] as const) {
-    it(`${kind}: NOPERM is RedisConfigError no-permission, alone and batched`, async () => {
+  // `-@all`: the scripts themselves are refused (NOPERM). `-pttl`: only a command the scripts
+  // run, which Redis 7.0 refuses inside the script with "ERR The user executing the script
+  // can't run this command" (it was a StoreError, and a fail-open route let traffic through).
+  const withdrawals = [['-@all'], ['-pttl']] as const;
+  for (const [kind, withdrawn] of (
+    ['connectRedis', 'node-redis client of your own', 'ioredis'] as const
+  ).flatMap((k) => withdrawals.map((w) => [k, w] as const))) {
+    it(`${kind}, ACL ${withdrawn.join(' ')}: RedisConfigError no-permission, alone, batched, peeked`, async () => {
       const s = await server();
       const root = await admin(s.url);
       await root.client.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>pw', '~*', '+@all']);
@@ -147,12 +160,21 @@ describe('a permission withdrawn from the ACL user of a running connection', () 
         await c.connect();
         client = c;
       }
-      const limiter = new RateLimiter({ client: client as RateLimiterOptions['client'] });
-      assert.equal(await outcome(limiter), 'allowed');
-      await root.client.sendCommand(['ACL', 'SETUSER', 'app', '-@all']);
-      assert.equal(await outcome(limiter), 'config:no-permission', 'alone');
-      const batched = await Promise.all(Array.from({ length: 8 }, () => outcome(limiter)));
+      const limiter = new RateLimiter({
+        client: client as RateLimiterOptions['client'],
+        denialCache: false,
+      });
+      // Scopes whose counters exist, so that every take and peek reaches PTTL.
+      const scopes = Array.from({ length: 9 }, () => ({ tenant: randomTenant() }));
+      for (const scope of scopes) assert.equal((await limiter.take(scope, policy)).allowed, true);
+      await root.client.sendCommand(['ACL', 'SETUSER', 'app', ...withdrawn]);
+      const [first, ...rest] = scopes as [Scope, ...Scope[]];
+      assert.equal(await outcomeOf(limiter.take(first, policy)), 'config:no-permission', 'alone');
+      const batched = await Promise.all(
+        rest.map((scope) => outcomeOf(limiter.take(scope, policy))),
+      );
       assert.deepEqual([...new Set(batched)], ['config:no-permission'], 'batched');
+      assert.equal(await outcomeOf(limiter.peek(first, policy)), 'config:no-permission', 'peek');
       assert.equal(limiter.stats().unavailable, 0);
       assert.equal(limiter.stats().storeError, 0);
     });

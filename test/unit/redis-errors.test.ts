@@ -30,6 +30,15 @@ describe('errorFromReply', () => {
     ['NOAUTH Authentication required.', 'auth-required'],
     ['WRONGPASS invalid username-password pair or user is disabled.', 'wrong-password'],
     ["NOPERM User app has no permissions to run the 'evalsha' command", 'no-permission'],
+    // Redis 7.0's words for a command or key a script uses that the ACL user may not.
+    [
+      "ERR The user executing the script can't run this command or subcommand script: 4376…, on @user_script:1.",
+      'no-permission',
+    ],
+    [
+      "ERR The user executing the script can't access at least one of the keys mentioned in the command script: 4376…",
+      'no-permission',
+    ],
   ] as const) {
     it(`"${reply.slice(0, 30)}…" is a RedisConfigError (${reason}), not an outage`, () => {
       const error = errorFromReply(reply);
