@@ -60,12 +60,14 @@ export interface RateLimiterOptions {
   /**
    * Give a decision only once this many replicas have received what it wrote: the store
    * sends Redis `WAIT` right behind each script call, on its connection, and a call whose
-   * writes too few replicas acknowledge within `timeoutMs` fails with `UnavailableError`
-   * (it ran; nobody is told it was admitted). With a replica promoted by Sentinel or a
-   * Cluster failover — planned or not — a decision a caller was told of is then never
-   * forgotten, so a failover cannot over-admit. It costs a replication round trip per script
-   * call, and decisions stop while fewer replicas answer. An integer from 0 (off, the
-   * default) to 16; needs a Redis store (not `MemoryStore`). See docs/cluster-and-sentinel.md.
+   * writes too few replicas acknowledge within half of `timeoutMs` fails with
+   * `UnavailableError` (it ran; nobody is told it was admitted). After such a call, the
+   * node's calls fail at once with `UnavailableError` (none runs) while one at a time probes
+   * until the replicas acknowledge again. With a replica promoted by Sentinel or a Cluster
+   * failover — planned or not — a decision a caller was told of is then never forgotten, so
+   * a failover cannot over-admit. It costs a replication round trip per script call, and
+   * decisions stop while fewer replicas answer. An integer from 0 (off, the default) to 16;
+   * needs a Redis store (not `MemoryStore`). See docs/cluster.md.
    */
   readonly waitForReplicas?: number;
   /**

@@ -4,6 +4,13 @@
  * a new node or `SCRIPT FLUSH` — still inside the caller's deadline, and map every failure
  * to a sluice error. A client adapter gives only how to send one command (routed by its
  * first key, for a cluster) and how to read its client's errors.
+ *
+ * With replica acknowledgements (`waitForReplicas`), a `WAIT` follows each script on its
+ * connection, given half the caller's deadline, so that a replica that does not answer is
+ * reported as such (`UnavailableError`) before the deadline. A `WAIT` blocks its
+ * connection while it waits: once one comes back short, the node's calls fail at once,
+ * before any script runs, while one call at a time goes as the probe that finds the
+ * replicas back — instead of queueing behind one `WAIT` after another.
  */
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
@@ -26,6 +33,14 @@ export abstract class CommandStore implements ScriptStore {
   readonly #send: SendCommand;
   readonly #errors: ClientErrors;
   readonly #noPromise: string;
+  /**
+   * Nodes (by `groupOf`, '' for a single node) whose last `WAIT` came back short, and
+   * whether a call there is the probe now.
+   */
+  readonly #shortOfReplicas = new Map<string, { probing: boolean }>();
+
+  /** The node group of a key, for a cluster's store (see `ScriptStore.groupOf`). */
+  groupOf?(key: string): string;
 
   /**
    * @param noPromise what to say when `send` returns no promise (a callback-style client)
@@ -92,22 +107,43 @@ export abstract class CommandStore implements ScriptStore {
   /**
    * Sends `command`, and with `acks` a `WAIT` right behind it on the same connection (the
    * route key picks the node, and a client keeps one connection per node): resolves with
-   * the command's reply once enough replicas have what it wrote.
+   * the command's reply once enough replicas have what it wrote. On a node short of
+   * replicas, only the probe is sent; every other call fails at once.
    */
   #acknowledged(
     command: string[],
     routeKey: string | undefined,
     acks: ReplicaAcks | undefined,
   ): Promise<unknown> {
-    const reply = this.send(command, routeKey);
-    if (acks === undefined || acks.replicas === 0) return reply;
-    const wait = ['WAIT', String(acks.replicas), String(acks.timeoutMs)];
-    return Promise.all([reply, this.send(wait, routeKey)]).then(([result, acknowledged]) => {
-      if (Number(acknowledged) >= acks.replicas) return result;
-      throw new UnavailableError(
-        `Redis unavailable: ${String(acknowledged)} of ${acks.replicas} replica(s) acknowledged the decision within ${acks.timeoutMs} ms (waitForReplicas): it is not given`,
+    if (acks === undefined || acks.replicas === 0) return this.send(command, routeKey);
+    const node = routeKey === undefined ? '' : (this.groupOf?.(routeKey) ?? '');
+    const short = this.#shortOfReplicas.get(node);
+    if (short?.probing === true) {
+      return Promise.reject(
+        new UnavailableError(
+          `Redis unavailable: fewer than ${acks.replicas} replica(s) acknowledged this node's last decision (waitForReplicas); no call runs there until one finds them back`,
+        ),
       );
-    });
+    }
+    if (short !== undefined) short.probing = true;
+    const budgetMs = Math.max(1, Math.floor(acks.timeoutMs / 2));
+    const wait = ['WAIT', String(acks.replicas), String(budgetMs)];
+    return Promise.all([this.send(command, routeKey), this.send(wait, routeKey)]).then(
+      ([result, acknowledged]) => {
+        if (Number(acknowledged) >= acks.replicas) {
+          this.#shortOfReplicas.delete(node);
+          return result;
+        }
+        this.#shortOfReplicas.set(node, { probing: false });
+        throw new UnavailableError(
+          `Redis unavailable: ${String(acknowledged)} of ${acks.replicas} replica(s) acknowledged the decision within ${budgetMs} ms (waitForReplicas): it is not given`,
+        );
+      },
+      (error: unknown) => {
+        if (short !== undefined) short.probing = false;
+        throw error;
+      },
+    );
   }
 
   /** True for a cluster client's store (set by the cluster stores). */

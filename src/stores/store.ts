@@ -46,9 +46,10 @@ export interface ScriptStore {
 
 /**
  * Acknowledge a script's reply only once `replicas` replicas have received what it wrote:
- * the store sends Redis `WAIT replicas timeoutMs` right behind the script, on the same
- * connection, and rejects with an `UnavailableError` when fewer acknowledge in time (the
- * script ran; its decision is not given to anyone).
+ * the store sends Redis `WAIT` right behind the script, on the same connection, and rejects
+ * with an `UnavailableError` when fewer acknowledge in time (the script ran; its decision is
+ * not given to anyone). `timeoutMs` is the caller's deadline: the stores of sluice give the
+ * `WAIT` half of it.
  */
 export interface ReplicaAcks {
   readonly replicas: number;

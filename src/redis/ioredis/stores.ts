@@ -267,7 +267,7 @@ export class IoRedisClusterStore extends IoRedisStore {
   }
 
   /** The node serving `key`'s slot (`host:port`, its primary), per the client's slot map. */
-  groupOf(key: string): string {
+  override groupOf(key: string): string {
     const slot = calculateSlot(this.#prefix + key);
     let node: string | undefined;
     try {

@@ -137,7 +137,7 @@ export class NodeRedisClusterStore extends CommandStore {
   }
 
   /** The node serving `key`'s slot (`host:port`), per the client's slot map. */
-  groupOf(key: string): string {
+  override groupOf(key: string): string {
     const slot = calculateSlot(key);
     let address: string | undefined;
     try {
