@@ -13,7 +13,8 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { Decision, Policy } from 'sluice';
-import { fixedWindow, RateLimiter, type RateLimiterOptions } from 'sluice';
+import { fixedWindow, RateLimiter, type RateLimiterOptions, RedisConfigError } from 'sluice';
+import { IOREDIS_CLUSTER_OPTIONS } from 'sluice/ioredis';
 import { connectRedis } from 'sluice/node-redis';
 import { keyFor, randomTenant } from '../helpers/redis.js';
 import { type Load, type RedisCluster, startLoad, useRedisCluster } from '../helpers/topology.js';
@@ -478,6 +479,45 @@ describe('a single-node client on a cluster node', () => {
       assert.deepEqual(warnings.sort(), ['SLUICE_CLUSTER_NODE', 'SLUICE_NO_MIN_REPLICAS']);
     } finally {
       client.destroy();
+    }
+  });
+});
+
+describe('an ioredis Cluster whose handshake every node refuses', () => {
+  it('an ACL user the cluster does not have: RedisConfigError wrong-password, not an outage', async () => {
+    const client = new Cluster(
+      fixture.value.rootNodes.map(({ url }) => {
+        const { hostname, port } = new URL(url);
+        return { host: hostname, port: Number(port) };
+      }),
+      {
+        ...IOREDIS_CLUSTER_OPTIONS,
+        redisOptions: { ...IOREDIS_CLUSTER_OPTIONS.redisOptions, username: 'ghost', password: 'x' },
+      },
+    );
+    client.on('error', () => {});
+    try {
+      const limiter = new RateLimiter({ client, timeoutMs: 500 });
+      const scope = { tenant: randomTenant() };
+      const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
+      const seen: string[] = [];
+      await until(
+        'RedisConfigError from the cluster client',
+        async () => {
+          const outcome = await limiter.take(scope, policy).then(
+            () => 'allowed',
+            (error: unknown) =>
+              error instanceof RedisConfigError ? `config:${error.reason}` : String(error),
+          );
+          seen.push(outcome);
+          return outcome.startsWith('config:');
+        },
+        10_000,
+      );
+      assert.equal(seen.at(-1), 'config:wrong-password');
+      assert.ok(limiter.stats().configError >= 1);
+    } finally {
+      client.disconnect();
     }
   });
 });

@@ -120,6 +120,69 @@ describe('a password rotated on the server after start', () => {
   });
 });
 
+describe('an ioredis client whose handshake Redis refuses', () => {
+  // ioredis tells only its `error` event why it is not ready; every command fails with
+  // "Stream isn't writeable", which alone read as an outage (and a fail-open route admitted).
+  it('a wrong password from the start: RedisConfigError wrong-password, counted apart; the application still hears the error', async () => {
+    const s = await server(['--requirepass', 'right']);
+    const heard: string[] = [];
+    const c = new Redis({ port: s.port, password: 'wrong', ...IOREDIS_OPTIONS });
+    c.on('error', (error: Error) => heard.push(error.message));
+    closers.push(() => c.disconnect());
+    const limiter = new RateLimiter({ client: c, timeoutMs: 500 });
+    await until(limiter, 'config:wrong-password');
+    assert.equal(await outcome(limiter), 'config:wrong-password');
+    assert.ok(limiter.stats().configError >= 2);
+    assert.ok(
+      heard.some((m) => /WRONGPASS/.test(m)),
+      'the application’s listener heard it',
+    );
+  });
+
+  it('a password rotated on the server: RedisConfigError once the reconnect is refused; fixed, it decides again', async () => {
+    const s = await server(['--requirepass', 'old']);
+    const root = await admin(s.url, 'old');
+    const c = new Redis({ port: s.port, password: 'old', ...IOREDIS_OPTIONS });
+    c.on('error', () => {});
+    closers.push(() => c.disconnect());
+    await new Promise((resolve) => c.once('ready', resolve));
+    const limiter = new RateLimiter({ client: c, timeoutMs: 500 });
+    assert.equal(await outcome(limiter), 'allowed');
+    await root.client.sendCommand(['CONFIG', 'SET', 'requirepass', 'new']);
+    await root.client.sendCommand(['AUTH', 'new']);
+    await root.client.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
+    const seen = await until(limiter, 'config:wrong-password');
+    assert.ok(
+      seen.every((o) => ['SLUICE_UNAVAILABLE', 'config:wrong-password'].includes(o)),
+      seen.join(),
+    );
+    await root.client.sendCommand(['CONFIG', 'SET', 'requirepass', 'old']);
+    await until(limiter, 'allowed');
+    // Answered again: a later outage is an outage, not the refusal of before.
+    await s.kill();
+    assert.equal(await outcome(limiter), 'SLUICE_UNAVAILABLE');
+  });
+
+  it('with no error listener of its own, ioredis’s "Unhandled error event" line is still printed', async () => {
+    const s = await server(['--requirepass', 'right']);
+    const printed: string[] = [];
+    const original = console.error;
+    console.error = (...args: unknown[]) => printed.push(args.map(String).join(' '));
+    try {
+      const c = new Redis({ port: s.port, password: 'wrong', ...IOREDIS_OPTIONS });
+      closers.push(() => c.disconnect());
+      const limiter = new RateLimiter({ client: c, timeoutMs: 500 });
+      await until(limiter, 'config:wrong-password');
+    } finally {
+      console.error = original;
+    }
+    assert.ok(
+      printed.some((line) => /^\[ioredis\] Unhandled error event: .*WRONGPASS/s.test(line)),
+      printed.join('\n'),
+    );
+  });
+});
+
 describe('a permission withdrawn from the ACL user of a running connection', () => {
   // `-@all`: the scripts themselves are refused (NOPERM). `-pttl`: only a command the scripts
   // run, which Redis 7.0 refuses inside the script with "ERR The user executing the script

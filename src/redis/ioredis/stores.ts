@@ -27,6 +27,7 @@ import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { errorFromReply } from '../reply-errors.js';
 import { factsFromInfo } from '../server-checks.js';
+import { HandshakeRefusals } from './refusals.js';
 
 /** The options of an ioredis client that sluice reads. */
 export interface IoRedisOptionsLike {
@@ -207,8 +208,15 @@ function keyPrefixOf(client: IoRedisLike): string {
   return typeof prefix === 'string' ? prefix : '';
 }
 
-/** The store of an ioredis `Redis` created with `enableOfflineQueue: false`. */
+/**
+ * The store of an ioredis `Redis` created with `enableOfflineQueue: false`. A call that
+ * fails because the client is not ready while Redis refuses its handshake is the
+ * `RedisConfigError` of that refusal (see `refusals.ts`).
+ */
 export class IoRedisStore extends CommandStore {
+  /** The handshake refusals the client reports. */
+  protected readonly refusals: HandshakeRefusals;
+
   /**
    * @throws {InvalidInputError} when `client` has no `call` function, or its offline queue
    *   is on.
@@ -218,11 +226,26 @@ export class IoRedisStore extends CommandStore {
       throw new InvalidInputError('client', 'an ioredis Redis or Cluster', client);
     }
     checkIoRedisClient(client, 'client');
+    const refusals = new HandshakeRefusals(client, read(client, 'isCluster') === true);
     super(
-      (command) => client.call(command[0] as string, command.slice(1)),
-      IOREDIS_ERRORS,
+      (command) =>
+        callSafely(
+          () => client.call(command[0] as string, command.slice(1)),
+          () => new UnavailableError('call returned no promise: use an ioredis Redis or Cluster'),
+        ).then((reply) => {
+          refusals.answered();
+          return reply;
+        }),
+      {
+        toSluiceError: (error) => {
+          const mapped = toSluiceError(error);
+          return (mapped instanceof UnavailableError && refusals.behind()) || mapped;
+        },
+        isNoScript: IOREDIS_ERRORS.isNoScript,
+      },
       'call returned no promise: use an ioredis Redis or Cluster',
     );
+    this.refusals = refusals;
   }
 }
 
@@ -329,6 +352,9 @@ export class IoRedisClusterStore extends IoRedisStore {
     return callSafely(
       () => target.call(command[0] as string, command.slice(1)),
       () => new UnavailableError('call returned no promise: use an ioredis Cluster'),
-    );
+    ).then((reply) => {
+      this.refusals.answered();
+      return reply;
+    });
   }
 }
