@@ -39,11 +39,33 @@ export function rejectUnknownKeys(object: object, known: readonly string[], fiel
     if (!known.includes(key)) {
       throw new InvalidInputError(
         `${field}.${key}`,
-        `absent (an unknown option: known are ${known.join(', ')})`,
+        `absent (an unknown key: known are ${known.join(', ')})`,
         readQuietly(object, key),
       );
     }
   }
+}
+
+/**
+ * A plain copy of `object`'s own enumerable properties, each read once: what a getter or a
+ * Proxy trap gives, or an `InvalidInputError` naming `field.key` (or `field`) when reading
+ * throws. Checked and used afterwards, the copy cannot change between the check and the use.
+ */
+export function readOwnProperties(object: object, field: string): Record<string, unknown> {
+  let keys: string[];
+  try {
+    keys = Object.keys(object);
+  } catch (error) {
+    const invalid = new InvalidInputError(field, 'an object whose keys can be read', undefined);
+    (invalid as { cause?: unknown }).cause = error;
+    throw invalid;
+  }
+  const copy: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = readProperty(object, key, field);
+    Object.defineProperty(copy, key, { value, enumerable: true, writable: true });
+  }
+  return copy;
 }
 
 /** `object[key]` for an error message, or undefined when reading it throws. */

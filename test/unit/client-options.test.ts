@@ -49,6 +49,29 @@ describe('connectRedis options', () => {
         });
       }
       await assert.rejects(connectRedis('x' as never), InvalidInputError);
+      // Options that throw when read (a getter, a Proxy trap): InvalidInputError, never raw.
+      const boom = () => {
+        throw new Error('boom');
+      };
+      const unreadable: [unknown, string][] = [
+        [
+          Object.defineProperty({ url }, 'password', { get: boom, enumerable: true }),
+          'options.password',
+        ],
+        [new Proxy({ url }, { ownKeys: boom }), 'options'],
+        [
+          { url, tls: Object.defineProperty({}, 'ca', { get: boom, enumerable: true }) },
+          'options.tls.ca',
+        ],
+        [{ url: `redis://${'h'.repeat(5000)}:6379` }, 'options.url'],
+      ];
+      for (const [options, field] of unreadable) {
+        await assert.rejects(connectRedis(options as never), (error: unknown) => {
+          assert.ok(error instanceof InvalidInputError, `${field}: ${error}`);
+          assert.equal(error.field, field);
+          return true;
+        });
+      }
       assert.equal(connections, 0, 'no connection was opened for a bad option');
     } finally {
       server.close();

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { MAX_TIMER_MS } from '../../bounds.js';
 import { InvalidInputError, type UnavailableError } from '../../errors.js';
 import type { Metrics } from '../../metrics/types.js';
+import { readOwnProperties } from '../../validate.js';
 
 /** TLS options of `connectRedis`, passed to Node's `tls.connect`. */
 export interface RedisTlsOptions {
@@ -165,6 +166,7 @@ const schema = z.strictObject({
     .optional(),
   url: z
     .string('a redis://, rediss:// or unix:// URL')
+    .max(4096, 'a URL of at most 4,096 characters')
     .refine(
       isRedisUrl,
       'a redis://host:port or rediss://host:port URL with at most a database number as its path (/0), or unix:///path/to/redis.sock',
@@ -198,20 +200,27 @@ export function checkOptions(options: ConnectRedisOptions | undefined): ConnectR
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidInputError('options', 'an object of connectRedis options', options);
   }
-  const parsed = schema.safeParse(options);
-  if (!parsed.success) throw invalidOption(options, parsed.error.issues[0]);
-  if (options.credentials !== undefined) {
+  // Each option read once (a getter or Proxy trap that throws is an InvalidInputError), and
+  // the TLS options too: what is checked is what connects.
+  const read = readOwnProperties(options, 'options');
+  if (typeof read.tls === 'object' && read.tls !== null && !Array.isArray(read.tls)) {
+    read.tls = readOwnProperties(read.tls, 'options.tls');
+  }
+  const parsed = schema.safeParse(read);
+  if (!parsed.success) throw invalidOption(read, parsed.error.issues[0]);
+  const checked = read as ConnectRedisOptions;
+  if (checked.credentials !== undefined) {
     for (const fixed of ['username', 'password'] as const) {
-      if (options[fixed] !== undefined) {
+      if (checked[fixed] !== undefined) {
         throw new InvalidInputError(
           `options.${fixed}`,
           'absent with options.credentials (give fixed credentials or a function, not both)',
-          options[fixed],
+          checked[fixed],
         );
       }
     }
   }
-  return options;
+  return checked;
 }
 
 /** The `InvalidInputError` of zod's first issue. */
