@@ -60,20 +60,28 @@ export async function connectRedis(given?: ConnectRedisOptions): Promise<RedisCo
     if (metrics !== undefined) observe('metrics.redisEvent', () => metrics.redisEvent(event));
   };
   let connected = false;
-  const reconnectStrategy = (retries: number, cause: Error): number | Error => {
-    if (!connected || !reconnect) return cause ?? new Error('connection lost');
-    const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
-    const delay = Math.round(base / 2 + Math.random() * (base / 2));
-    const onReconnect = options.onReconnect;
-    if (onReconnect !== undefined) observe('onReconnect', () => onReconnect(retries + 1, delay));
-    count('reconnect');
-    return delay;
-  };
+  // One outage reaches both connections: each step of it (the n-th error, the n-th
+  // reconnect attempt) is reported once, by whichever connection gets there first.
+  const steps = new OutageSteps();
+  const reconnectStrategy =
+    (source: Source) =>
+    (retries: number, cause: Error): number | Error => {
+      if (!connected || !reconnect) return cause ?? new Error('connection lost');
+      const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
+      const delay = Math.round(base / 2 + Math.random() * (base / 2));
+      if (steps.reconnect(retries + 1)) {
+        const onReconnect = options.onReconnect;
+        if (onReconnect !== undefined)
+          observe('onReconnect', () => onReconnect(retries + 1, delay));
+        count('reconnect');
+      }
+      return delay;
+    };
   const stallTimeoutMs = options.stallTimeoutMs ?? 2000;
   // The watchdog frees written commands; node-redis's timeout never did, and costs a timer.
   const commandTimeoutMs = options.commandTimeoutMs ?? (stallTimeoutMs > 0 ? 0 : 5000);
   const client = createClient(
-    nodeRedisOptions(endpoint, reconnectStrategy, commandTimeoutMs),
+    nodeRedisOptions(endpoint, reconnectStrategy('client'), commandTimeoutMs),
   ) as unknown as NodeRedisClient;
   // The default warning starts after the first connection: before it, the rejection of
   // `connectRedis` carries the error.
@@ -81,26 +89,30 @@ export async function connectRedis(given?: ConnectRedisOptions): Promise<RedisCo
   const onError = options.onError ?? ((error: Error) => connected && warn(error));
   /** The last reconnect refused for its configuration (a rotated password), until ready. */
   let refused: RedisConfigError | undefined;
-  const report = (error: Error, event: RedisEvent = 'connection_error') => {
-    refused = setupError(error) ?? refused;
+  const tell = (error: Error, event: RedisEvent) => {
     count(event);
     observe('onError', () => onError(error));
   };
+  const report = (source: Source, error: Error) => {
+    refused = setupError(error) ?? refused;
+    if (steps.error(source)) tell(error, 'connection_error');
+  };
   let scripts: RespConnection | undefined;
-  const ready = () => {
+  const ready = (source: Source) => {
+    steps.ready(source, client.isReady && (scripts?.isReady ?? true));
     if (client.isReady && (scripts?.isReady ?? true)) refused = undefined;
   };
-  client.on('error', (error: Error) => report(error));
+  client.on('error', (error: Error) => report('client', error));
   client.on('ready', () => {
     connected = true;
-    ready();
+    ready('client');
     // The server answers again: the script connection need not wait out its backoff.
     scripts?.retryNow();
   });
   if (options.fastPath !== false) {
-    scripts = new RespConnection(scriptConnectionOptions(endpoint, reconnectStrategy));
-    scripts.on('error', (error: Error) => report(error));
-    scripts.on('ready', ready);
+    scripts = new RespConnection(scriptConnectionOptions(endpoint, reconnectStrategy('scripts')));
+    scripts.on('error', (error: Error) => report('scripts', error));
+    scripts.on('ready', () => ready('scripts'));
   }
   await start(client, scripts, endpoint, stallTimeoutMs);
   const store = refusalAware(
@@ -111,7 +123,7 @@ export async function connectRedis(given?: ConnectRedisOptions): Promise<RedisCo
     stallTimeoutMs,
     reconnect,
     onStall: (error) => {
-      report(error, 'stall_recycle');
+      tell(error, 'stall_recycle');
       const onStall = options.onStall;
       if (onStall !== undefined) observe('onStall', () => onStall(error));
     },
@@ -168,6 +180,45 @@ async function start(
     throw toSluiceError(error);
   } finally {
     clearTimeout(timer);
+  }
+}
+
+/** One of the two connections of a `RedisConnection`. */
+type Source = 'client' | 'scripts';
+
+/**
+ * The steps of one outage as the two connections go through it: each connection counts its
+ * errors and reconnect attempts since it was last ready, and the n-th of each is reported
+ * only by the first connection to reach it. The outage ends when both are ready.
+ */
+class OutageSteps {
+  readonly #errors = new Map<Source, number>();
+  #reportedErrors = 0;
+  #reportedReconnects = 0;
+
+  /** A connection's error: true when it is the first to reach this step. */
+  error(source: Source): boolean {
+    const n = (this.#errors.get(source) ?? 0) + 1;
+    this.#errors.set(source, n);
+    if (n <= this.#reportedErrors) return false;
+    this.#reportedErrors = n;
+    return true;
+  }
+
+  /** A connection's reconnect attempt `attempt` (from 1): true when it is the first there. */
+  reconnect(attempt: number): boolean {
+    if (attempt <= this.#reportedReconnects) return false;
+    this.#reportedReconnects = attempt;
+    return true;
+  }
+
+  /** A connection is ready; `both` when the other is too, which ends the outage. */
+  ready(source: Source, both: boolean): void {
+    this.#errors.set(source, 0);
+    if (both) {
+      this.#reportedErrors = 0;
+      this.#reportedReconnects = 0;
+    }
   }
 }
 
