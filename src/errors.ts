@@ -146,12 +146,36 @@ export class RedisConfigError extends SluiceError {
   readonly reason: RedisConfigReason;
 
   constructor(reason: RedisConfigReason, message: string, options?: { cause?: unknown }) {
-    super('SLUICE_REDIS_CONFIG', `Redis refused the configuration (${reason}): ${message}`, options);
+    super(
+      'SLUICE_REDIS_CONFIG',
+      `Redis refused the configuration (${reason}): ${message}`,
+      options,
+    );
     this.reason = reason;
   }
 }
 
-/** True when `error` is any sluice error (optionally of one `code`). */
+/**
+ * True when `error` is any sluice error, or, given a `code`, one with that code — narrowed to
+ * its class: `isSluiceError(error, 'SLUICE_INVALID_INPUT')` gives an `InvalidInputError`
+ * (with its `field`), `'SLUICE_REDIS_CONFIG'` a `RedisConfigError` (with its `reason`).
+ */
+export function isSluiceError(
+  error: unknown,
+  code: 'SLUICE_INVALID_INPUT',
+): error is InvalidInputError;
+export function isSluiceError(error: unknown, code: 'SLUICE_TIMEOUT'): error is TimeoutError;
+export function isSluiceError(
+  error: unknown,
+  code: 'SLUICE_UNAVAILABLE',
+): error is UnavailableError;
+export function isSluiceError(error: unknown, code: 'SLUICE_OVERLOAD'): error is OverloadError;
+export function isSluiceError(error: unknown, code: 'SLUICE_STORE_ERROR'): error is StoreError;
+export function isSluiceError(
+  error: unknown,
+  code: 'SLUICE_REDIS_CONFIG',
+): error is RedisConfigError;
+export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError;
 export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError {
   return error instanceof SluiceError && (code === undefined || error.code === code);
 }
