@@ -52,12 +52,24 @@ export class InvalidInputError extends SluiceError {
   readonly field: string;
   /** What the field must be, e.g. `"a positive safe integer"`. */
   readonly expected: string;
-  /** A short, safe description of what was received (type and, for numbers, the value). */
+  /**
+   * A short, safe description of what was received (type and, for numbers, the value); empty
+   * when nothing was received that could be shown (a key given twice, a file not read).
+   */
   readonly received: string;
 
-  constructor(field: string, expected: string, value: unknown) {
-    const received = describe(value);
-    super('SLUICE_INVALID_INPUT', `${field} must be ${expected}; received ${received}`);
+  /**
+   * @param received how to show `value` in the message; by default its type (and, for
+   *   numbers, the value), never a string's text, which may come from a client. `''` leaves
+   *   it out.
+   */
+  constructor(field: string, expected: string, value: unknown, received = describe(value)) {
+    super(
+      'SLUICE_INVALID_INPUT',
+      received === ''
+        ? `${field} must be ${expected}`
+        : `${field} must be ${expected}; received ${received}`,
+    );
     this.field = field;
     this.expected = expected;
     this.received = received;

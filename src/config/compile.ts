@@ -2,10 +2,10 @@
  * The compiler of policy documents: a parsed document (format 1 is first upgraded to
  * format 2) into a {@link PolicyConfig}, or every problem with its path in the file.
  */
-import { InvalidInputError } from '../errors.js';
+import type { InvalidInputError } from '../errors.js';
 import type { Limits } from '../http/limits.js';
 import { asLimits, LimitBuilder } from './limit-builder.js';
-import { type Issue, isObject, PolicyFileError, Problems } from './problems.js';
+import { type Issue, isObject, issueError, PolicyFileError, Problems } from './problems.js';
 import { resolve } from './resolve.js';
 import { documentObject } from './schema.js';
 import {
@@ -131,9 +131,7 @@ export function policyConfigFrom(config: unknown): PolicyConfig {
  */
 export function checkPolicies(config: unknown): readonly InvalidInputError[] {
   const result = compile(config);
-  return 'issues' in result
-    ? result.issues.map((i) => new InvalidInputError(i.field, i.expected, i.value))
-    : [];
+  return 'issues' in result ? result.issues.map(issueError) : [];
 }
 
 /**

@@ -43,6 +43,7 @@ export function readPolicyFile(path: string | URL): unknown {
       'config',
       `a readable JSON file (${String(path)}: ${(error as Error).message})`,
       undefined,
+      '',
     );
     (invalid as { cause?: unknown }).cause = error;
     throw invalid;

@@ -12,6 +12,36 @@ export interface Issue {
   readonly field: string;
   readonly expected: string;
   readonly value: unknown;
+  /** How the message shows `value` (see {@link shown}); `''`: not at all. */
+  readonly received?: string;
+}
+
+/**
+ * A value of the policy file, as a message shows it: the operator wrote it, so a string is
+ * shown as written (JSON, cut at 60 characters, control characters escaped), numbers and
+ * booleans as they are, an absent value not at all, anything else by its type.
+ */
+export function shown(value: unknown): string {
+  if (value === undefined) return '';
+  if (typeof value === 'string') {
+    const text = JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
+    return `string ${text}`;
+  }
+  if (typeof value === 'boolean') return String(value);
+  if (Array.isArray(value)) return `an array of ${value.length}`;
+  if (value === null) return 'null';
+  if (typeof value === 'object') return 'an object';
+  return new InvalidInputError('x', 'y', value).received;
+}
+
+/** The `InvalidInputError` of one problem, its value shown as the file has it. */
+export function issueError(issue: Issue): InvalidInputError {
+  return new InvalidInputError(
+    issue.field,
+    issue.expected,
+    issue.value,
+    issue.received ?? shown(issue.value),
+  );
 }
 
 /**
@@ -24,8 +54,8 @@ export class PolicyFileError extends InvalidInputError {
 
   constructor(issues: readonly Issue[]) {
     const first = issues[0] as Issue;
-    super(first.field, first.expected, first.value);
-    this.issues = issues.map((i) => new InvalidInputError(i.field, i.expected, i.value));
+    super(first.field, first.expected, first.value, first.received ?? shown(first.value));
+    this.issues = issues.map(issueError);
     if (issues.length > 1) {
       this.message = `${this.message} (and ${issues.length - 1} more: ${this.issues
         .slice(1)

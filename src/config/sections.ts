@@ -285,7 +285,7 @@ export function checkFallbacks(
     if (defaultPlan === undefined) {
       problems.add(
         ['routes', route],
-        'the limits of tenants without a plan: give the route its own policy, or set "defaultPlan"',
+        `given limits for tenants without a plan (the plans give ${route} limits for their own tenants only): give the route its own "policy", or set "defaultPlan"`,
         undefined,
       );
     }

@@ -237,6 +237,26 @@ describe('policy files, format 2', () => {
   });
 });
 
+describe('policy file problems show what the file says', () => {
+  const fw = { algorithm: 'fixed-window', limit: 1, windowMs: 1000 };
+  it('a string value as written (the operator wrote it); nothing where there is no value', () => {
+    const issues = checkPolicies({
+      plans: { pro: { 'GET/z': fw } },
+      routes: { 'GET/z': {}, 'GET/x': { policy: fw, per: 'users' } },
+    });
+    const messages = issues.map((issue) => issue.message);
+    assert.ok(
+      messages.includes(
+        'routes["GET/x"].per must be one of "route", "tenant", "user", "route-user"; received string "users"',
+      ),
+      messages.join('\n'),
+    );
+    const plan = messages.find((m) => m.startsWith('routes["GET/z"] '));
+    assert.ok(plan?.includes('tenants without a plan'), messages.join('\n'));
+    assert.doesNotMatch(plan ?? '', /received/, 'no "received undefined"');
+  });
+});
+
 describe('policy files, format 2: every problem named by its path', () => {
   const fw = { algorithm: 'fixed-window', limit: 1, windowMs: 1000 };
   const bad: [string, unknown, string][] = [
