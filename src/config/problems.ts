@@ -12,7 +12,7 @@ export interface Issue {
   readonly field: string;
   readonly expected: string;
   readonly value: unknown;
-  /** How the message shows `value` (see {@link shown}); `''`: not at all. */
+  /** How the message shows `value` (as `shown` writes it: a string as written, cut at 60 characters); `''`: not at all. */
   readonly received?: string;
 }
 
