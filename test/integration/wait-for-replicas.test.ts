@@ -20,7 +20,7 @@ import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { randomTenant } from '../helpers/redis.js';
 
-const TIMEOUT_MS = 400;
+const TIMEOUT_MS = 1000;
 const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
 
 const servers: PrivateRedis[] = [];
@@ -35,9 +35,13 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** A primary and one replica that has caught up with it. */
+/** A primary and one replica that acknowledges what the primary writes. */
 async function primaryWithReplica(): Promise<{ primary: PrivateRedis; replica: PrivateRedis }> {
-  const primary = await startRedisServer(['--dir', dir, '--dbfilename', `p${servers.length}.rdb`]);
+  const primary = await startRedisServer([
+    ...['--dir', dir, '--dbfilename', `p${servers.length}.rdb`],
+    // The full sync starts at once (Redis 7.0 waits 5 s for more replicas by default).
+    ...['--repl-diskless-sync-delay', '0'],
+  ]);
   servers.push(primary);
   const replica = await startRedisServer([
     ...['--dir', dir, '--dbfilename', `r${servers.length}.rdb`],
@@ -46,12 +50,16 @@ async function primaryWithReplica(): Promise<{ primary: PrivateRedis; replica: P
   servers.push(replica);
   const admin = await connectRedis({ url: primary.url, onError: () => {} });
   closers.push(() => admin.destroy());
+  // Online is not enough: a replica still loading the sync acknowledges nothing yet. Ready
+  // once it acknowledges a write (on a loaded machine that can take a while: here, not in
+  // the first take's WAIT).
   for (let i = 0; i < 200; i++) {
-    const info = String(await admin.client.sendCommand(['INFO', 'replication']));
-    if (/slave0:.*state=online/.test(info)) return { primary, replica };
+    await admin.client.sendCommand(['SET', 'sluice-test:wait', String(i), 'PX', '60000']);
+    const acks = Number(await admin.client.sendCommand(['WAIT', '1', '100']));
+    if (acks >= 1) return { primary, replica };
     await sleep(25);
   }
-  throw new Error('the replica did not come online');
+  throw new Error('the replica acknowledged no write in 25 s');
 }
 
 /** `allowed`, or the error's code, and how long the call took. */
