@@ -18,11 +18,8 @@ await nodeRedis.connect();
 
 // ioredis: IOREDIS_CLUSTER_OPTIONS (merge your own redisOptions into its redisOptions).
 const nodes = urls.map((url) => ({ host: new URL(url).hostname, port: Number(new URL(url).port) }));
-const ioredis = new Cluster(nodes, { ...IOREDIS_CLUSTER_OPTIONS, lazyConnect: true });
+const ioredis = new Cluster(nodes, { ...IOREDIS_CLUSTER_OPTIONS });
 ioredis.on('error', (error) => console.error(`ioredis cluster: ${error.message}`));
-await ioredis.connect();
-// Ready means the slot map is loaded: wait for every primary before taking traffic.
-await Promise.all(ioredis.nodes('master').map((node) => node.ping()));
 
 // Every key of a tenant is in one slot, so a takeAll of its limits runs on one node, atomically;
 // the calls of one turn go as one batch per node.
@@ -32,6 +29,8 @@ for (const [name, client] of [
   ['ioredis', ioredis],
 ] as const) {
   const limiter = new RateLimiter({ client });
+  // Optional: calls issued before it wait for the same (the client's first connections).
+  await limiter.ready();
   const results = await Promise.all(
     tenants.map((tenant) =>
       limiter.takeAll([

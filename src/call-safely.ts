@@ -20,3 +20,15 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
     typeof (value as { then?: unknown }).then === 'function'
   );
 }
+
+/**
+ * `object[name]` of a collaborator read by duck typing: `undefined` when it is not an object
+ * or when reading throws (a getter, a Proxy).
+ */
+export function readProperty(object: unknown, name: string): unknown {
+  try {
+    return (object as Record<string, unknown> | null | undefined)?.[name];
+  } catch {
+    return undefined;
+  }
+}

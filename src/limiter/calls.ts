@@ -29,6 +29,8 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
   settled = false;
   /** What decision events need, when the limiter reports them. */
   meta: CallMeta | undefined = undefined;
+  /** Waiting for the store's first connection, not sent yet (see `start-gate.ts`). */
+  held = false;
   abstract readonly op: 't' | 'p' | 'r';
   abstract readonly size: number;
   abstract readonly work: number;

@@ -113,6 +113,20 @@ export class Outcomes implements Settler {
   }
 
   expired(call: InFlight): void {
+    if (call.held) {
+      // Never sent: the deadline passed while the client was still connecting.
+      call.held = false;
+      this.stats.inFlight--;
+      this.stats.unavailable++;
+      const error = new UnavailableError(
+        `Redis unavailable: the client was still connecting after ${this.deadlines.timeoutMs} ms; nothing was sent`,
+      );
+      if (call.meta !== undefined) {
+        this.reporter?.report(call.meta, 'unavailable', false, undefined, error);
+      }
+      call.reject(error);
+      return;
+    }
     this.stats.timeout++;
     const error = new TimeoutError(this.deadlines.timeoutMs);
     if (call.meta !== undefined) {

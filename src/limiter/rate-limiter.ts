@@ -6,6 +6,7 @@
  * 2. the local denial cache: a scope certain to be denied is answered in process
  *    (`local-denials.ts`);
  * 3. the in-flight cap: over `maxInFlight`, an `OverloadError`, nothing sent;
+ *    (calls issued while the client makes its first connections wait for it: `start-gate.ts`)
  * 4. the coalesced script call: the calls of one event-loop turn go to Redis together
  *    (`coalescer.ts`), each decided by its algorithm's Lua script on Redis server time;
  * 5. the deadline: one timer for every call (`deadline.ts`); past it, a `TimeoutError`;
@@ -20,6 +21,7 @@ import { OverloadError, UnavailableError } from '../errors.js';
 import { resetEpochKey } from '../key.js';
 import { observerFailed } from '../observer.js';
 import { checkServer } from '../redis/server-checks.js';
+import type { ScriptStore } from '../stores/store.js';
 import type {
   Decision,
   Policy,
@@ -36,6 +38,7 @@ import { type CallMeta, DecisionReporter } from './events.js';
 import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
+import { StartGate } from './start-gate.js';
 import { type LimiterStats, newStats } from './stats.js';
 import {
   readRequestId,
@@ -56,6 +59,11 @@ export class RateLimiter {
   readonly #outcomes: Outcomes;
   /** Decision events' destination; undefined when nothing observes this limiter. */
   readonly #reporter: DecisionReporter | undefined;
+  /** Holds the calls issued while the client makes its first connections. */
+  readonly #gate: StartGate;
+  readonly #checks: () => Promise<void>;
+  /** The start-up checks, once they ran (or while they run); undefined after a failure. */
+  #checked: Promise<void> | undefined;
 
   /**
    * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option or an
@@ -90,7 +98,12 @@ export class RateLimiter {
         ? undefined
         : new DecisionReporter(metrics, onDecision, settings.eventTenant);
     this.#outcomes = new Outcomes(this.#stats, this.#deadlines, this.#denials, this.#reporter);
-    checkServer(store, settings.onWarning);
+    this.#gate = new StartGate(firstConnectionOf(store), (calls) => {
+      const now = performance.now();
+      for (const call of calls) this.#coalescer.add(call, now);
+    });
+    this.#checks = () => checkServer(store, settings.onWarning);
+    this.ready().catch(() => {}); // the checks' warnings, at start; the calls say the rest
     if (metrics !== undefined) {
       // A weak reference: a sink outliving the limiter must not keep it alive.
       const stats = new WeakRef(this.#stats);
@@ -104,7 +117,31 @@ export class RateLimiter {
     this.take = this.take.bind(this);
     this.takeAll = this.takeAll.bind(this);
     this.peek = this.peek.bind(this);
+    this.ready = this.ready.bind(this);
     this.reset = this.reset.bind(this);
+  }
+
+  /**
+   * Resolves once the limiter can decide: the client's first connection is up (a cluster
+   * client's, to every primary; see `redis/first-connection.ts`) and the start-up checks ran
+   * (their warnings reported). Awaiting it is optional: calls issued before wait for the same
+   * within their deadline (one that passes first rejects with `UnavailableError`, nothing
+   * sent). For a readiness probe, or to take traffic only once Redis answers.
+   *
+   * @throws {UnavailableError} no Redis server answered the checks' `INFO`.
+   * @throws {RedisConfigError} Redis refused the connection's configuration (a password, a
+   *   permission).
+   * A call after a failure asks again.
+   */
+  ready(): Promise<void> {
+    if (this.#checked === undefined) {
+      const checked = this.#gate.opened.then(this.#checks);
+      this.#checked = checked;
+      checked.catch(() => {
+        if (this.#checked === checked) this.#checked = undefined;
+      });
+    }
+    return this.#checked;
   }
 
   /**
@@ -273,7 +310,7 @@ export class RateLimiter {
       const call = make(resolve, reject);
       call.meta = meta;
       this.#deadlines.track(call, now);
-      this.#coalescer.add(call, now);
+      if (!this.#gate.hold(call)) this.#coalescer.add(call, now);
     });
   }
 
@@ -335,5 +372,14 @@ export class RateLimiter {
       this.#reporter?.invalid(operation, policy, requestIdIfValid(options), error as Error);
     }
     return Promise.reject(error);
+  }
+}
+
+/** The store's first connection, if it is still being made; a throw counts as none. */
+function firstConnectionOf(store: ScriptStore): Promise<void> | undefined {
+  try {
+    return typeof store.firstConnection === 'function' ? store.firstConnection() : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -151,7 +151,12 @@ export abstract class CommandStore implements ScriptStore {
 
   /** The server's version, role and eviction policy, from one `INFO` (a primary's). */
   serverFacts(): Promise<ServerFacts | readonly ServerFacts[]> {
-    return this.send(['INFO'], undefined).then((reply) => factsFromInfo(String(reply)));
+    return this.send(['INFO'], undefined).then(
+      (reply) => factsFromInfo(String(reply)),
+      (error: unknown) => {
+        throw this.#errors.toSluiceError(error);
+      },
+    );
   }
 
   /** `send`, with a synchronous throw or a non-promise result turned into a rejection. */

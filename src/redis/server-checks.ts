@@ -11,7 +11,7 @@
  * - A Redis older than {@link MIN_REDIS_VERSION}, the oldest this project tests.
  */
 import { callSafely } from '../call-safely.js';
-import { UnavailableError } from '../errors.js';
+import { isSluiceError, UnavailableError } from '../errors.js';
 import { observe } from '../observer.js';
 import type { ScriptStore, ServerFacts } from '../stores/store.js';
 
@@ -138,23 +138,29 @@ export function warningsFor(
 }
 
 /**
- * Runs the start-up checks of `store` once, in the background, and reports each kind of
- * warning once (for a cluster, naming the first node it concerns) to `onWarning`, or as a
- * process warning. A store that cannot answer them (none to ask, or Redis unreachable now)
- * is not checked: its calls will say.
+ * Runs the start-up checks of `store` and reports each kind of warning once (for a cluster,
+ * naming the first node it concerns) to `onWarning`, or as a process warning. Resolves once
+ * they ran; a store with nothing to ask (`MemoryStore`, a custom store) resolves at once.
+ *
+ * @throws (rejects) the error of the facts' read when no server answered it: an
+ *   `UnavailableError`, or a `RedisConfigError` / `StoreError` when Redis refused it. The
+ *   limiter's `ready()` reports it; its calls say the same.
  */
 export function checkServer(
   store: ScriptStore,
   onWarning: ((warning: StartupWarning) => void) | undefined,
-): void {
-  if (typeof store.serverFacts !== 'function') return;
-  callSafely(
+): Promise<void> {
+  if (typeof store.serverFacts !== 'function') return Promise.resolve();
+  return callSafely(
     () => store.serverFacts?.(),
     () => new UnavailableError('serverFacts returned no promise'),
   ).then(
     (found) => {
       const seen = new Set<string>();
       const all = Array.isArray(found) ? (found as ServerFacts[]) : [found as ServerFacts];
+      if (all.length === 0) {
+        throw new UnavailableError('Redis unavailable: no primary of the cluster answered INFO');
+      }
       for (const facts of all) {
         const failover = store.cluster === true || store.sentinel === true;
         for (const warning of warningsFor(facts, store.cluster === true, failover)) {
@@ -168,6 +174,13 @@ export function checkServer(
         }
       }
     },
-    () => {},
+    (error: unknown) => {
+      throw isSluiceError(error)
+        ? error
+        : new UnavailableError(
+            `Redis unavailable: ${error instanceof Error ? error.message : String(error)}`,
+            { cause: error },
+          );
+    },
   );
 }

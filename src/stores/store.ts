@@ -33,6 +33,13 @@ export interface ScriptStore {
    * (see `redis/server-checks.ts`); stores without a server (`MemoryStore`) leave it out.
    */
   serverFacts?(): Promise<ServerFacts | readonly ServerFacts[]>;
+  /**
+   * While the client is still making its first connections: a promise that settles (never
+   * rejects) once it is usable, once its first attempt failed, or after a bound; `undefined`
+   * when it is usable already (see `redis/first-connection.ts`). The limiter holds the calls
+   * issued meanwhile, within their deadline. Stores that are always usable leave it out.
+   */
+  firstConnection?(): Promise<void> | undefined;
   /** True for a store of a cluster client (the start-up checks then read every primary). */
   readonly cluster?: boolean;
   /** True for a store of a Sentinel client: its primary is failed over by Sentinel. */

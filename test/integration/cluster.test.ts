@@ -521,3 +521,66 @@ describe('an ioredis Cluster whose handshake every node refuses', () => {
     }
   });
 });
+
+describe('fresh cluster clients: the first traffic after a deploy', () => {
+  const CLIENTS_PER_KIND = 3;
+  const TAKES = 120;
+  const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
+  const nodes = () =>
+    fixture.value.rootNodes.map(({ url }) => {
+      const { hostname, port } = new URL(url);
+      return { host: hostname, port: Number(port) };
+    });
+  const FRESH: Record<string, () => Promise<RateLimiterOptions['client']>> = {
+    // As docs/cluster.md creates it, and not waited for: the limiter waits.
+    'ioredis Cluster': async () => {
+      const client = new Cluster(nodes(), { ...IOREDIS_CLUSTER_OPTIONS });
+      client.on('error', () => {});
+      closers.push(() => client.disconnect());
+      return client as unknown as RateLimiterOptions['client'];
+    },
+    // Ready: the slot map is loaded, the primaries' connections are still being set up.
+    'ioredis Cluster, its ready event awaited': async () => {
+      const client = new Cluster(nodes(), { ...IOREDIS_CLUSTER_OPTIONS });
+      client.on('error', () => {});
+      closers.push(() => client.disconnect());
+      await new Promise((resolve) => client.once('ready', resolve));
+      return client as unknown as RateLimiterOptions['client'];
+    },
+    'node-redis createCluster': async () => {
+      const client = createCluster({
+        rootNodes: [...fixture.value.rootNodes],
+        defaults: { disableOfflineQueue: true },
+      });
+      client.on('error', () => {});
+      closers.push(() => client.destroy());
+      client.connect().catch(() => {});
+      return client as unknown as RateLimiterOptions['client'];
+    },
+  };
+  for (const [kind, create] of Object.entries(FRESH)) {
+    it(`${kind}: ${CLIENTS_PER_KIND} clients × ${TAKES} takes right after construction admit exactly the limit, with no error; ready() resolves`, async () => {
+      const tenant = randomTenant();
+      const clients = await Promise.all(Array.from({ length: CLIENTS_PER_KIND }, create));
+      const limiters = clients.map(
+        (client) => new RateLimiter({ client, timeoutMs: 5_000, onWarning: () => {} }),
+      );
+      const outcomes = await Promise.all(
+        limiters.flatMap((limiter) =>
+          Array.from({ length: TAKES }, () =>
+            limiter.take({ tenant, route }, policy).then(
+              (d) => (d.allowed ? 'allowed' : 'limited'),
+              (error: unknown) => `error: ${String(error)}`,
+            ),
+          ),
+        ),
+      );
+      const count = (o: string) => outcomes.filter((x) => x === o).length;
+      const errors = [...new Set(outcomes.filter((o) => o.startsWith('error')))];
+      assert.deepEqual(errors, [], 'no call failed');
+      assert.equal(count('allowed'), policy.limit);
+      assert.equal(count('limited'), CLIENTS_PER_KIND * TAKES - policy.limit);
+      for (const limiter of limiters) await limiter.ready();
+    });
+  }
+});

@@ -20,11 +20,12 @@
 import calculateSlot from 'cluster-key-slot';
 import { batchScript, crossSlotBatchScript } from '../../algorithms/batch.js';
 import type { LuaScript } from '../../algorithms/script.js';
-import { callSafely } from '../../call-safely.js';
+import { callSafely, readProperty } from '../../call-safely.js';
 import { InvalidInputError, SluiceError, UnavailableError } from '../../errors.js';
 import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/store.js';
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
+import { ioredisFirstConnection } from '../first-connection.js';
 import { errorFromReply } from '../reply-errors.js';
 import { factsFromInfo } from '../server-checks.js';
 import { HandshakeRefusals } from './refusals.js';
@@ -122,13 +123,7 @@ export const IOREDIS_ERRORS: ClientErrors = {
   isNoScript: (error) => replyText(error)?.startsWith('NOSCRIPT') === true,
 };
 
-const read = (object: unknown, name: string): unknown => {
-  try {
-    return (object as Record<string, unknown> | null | undefined)?.[name];
-  } catch {
-    return undefined;
-  }
-};
+const read = readProperty;
 
 /**
  * Refuses an ioredis client whose offline queue is on: while Redis is unreachable its
@@ -246,6 +241,14 @@ export class IoRedisStore extends CommandStore {
       'call returned no promise: use an ioredis Redis or Cluster',
     );
     this.refusals = refusals;
+    this.#client = client;
+  }
+
+  readonly #client: IoRedisLike;
+
+  /** See `ScriptStore.firstConnection`: the connection, and a `Cluster`'s primaries. */
+  firstConnection(): Promise<void> | undefined {
+    return ioredisFirstConnection(this.#client, read(this.#client, 'isCluster') === true);
   }
 }
 

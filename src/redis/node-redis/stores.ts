@@ -25,6 +25,7 @@ import { InvalidInputError, SluiceError, UnavailableError } from '../../errors.j
 import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/store.js';
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
+import { nodeRedisFirstConnection } from '../first-connection.js';
 import { errorFromReply } from '../reply-errors.js';
 import { factsFromInfo } from '../server-checks.js';
 
@@ -99,6 +100,14 @@ export class NodeRedisStore extends CommandStore {
       NODE_REDIS_ERRORS,
       'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
     );
+    this.#client = client;
+  }
+
+  readonly #client: NodeRedisClientLike;
+
+  /** See `ScriptStore.firstConnection`. */
+  firstConnection(): Promise<void> | undefined {
+    return nodeRedisFirstConnection(this.#client, false);
   }
 }
 
@@ -116,6 +125,11 @@ export class NodeRedisClusterStore extends CommandStore {
   }
 
   override readonly cluster = true;
+
+  /** See `ScriptStore.firstConnection`. */
+  firstConnection(): Promise<void> | undefined {
+    return nodeRedisFirstConnection(this.#cluster, true);
+  }
 
   /** The facts of every primary the client knows (the start-up checks read them all). */
   override serverFacts(): Promise<ServerFacts[]> {
