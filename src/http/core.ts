@@ -10,7 +10,8 @@
  * - No verified identity: `401 Unauthorized` with a `WWW-Authenticate` challenge.
  *
  * Bodies are RFC 9457 problem details (`application/problem+json`); a `429` uses the
- * `quota-exceeded` problem type of draft-ietf-httpapi-ratelimit-headers.
+ * `quota-exceeded` problem type and a fail-closed `503` the `temporary-reduced-capacity` one
+ * of draft-ietf-httpapi-ratelimit-headers-10 (§5.1, §5.2).
  */
 import type { Decision } from '../types.js';
 
@@ -43,6 +44,15 @@ const PROBLEM_TYPE = 'application/problem+json';
  * `violated-policies` lists their names.
  */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+/**
+ * The problem type of draft-ietf-httpapi-ratelimit-headers-10 §5.2 for a request that cannot
+ * be satisfied now because of a temporary reduction in the server's capacity: the `503` of a
+ * limiter failure on a fail-closed route (or past a fail-open route's local limit). Its
+ * `violated-policies` member is empty: no quota was exceeded, the limiter could not decide.
+ */
+export const TEMPORARY_REDUCED_CAPACITY_TYPE =
+  'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
 
 /**
  * An RFC 9457 problem details body, as JSON text. `type` defaults to `"about:blank"` (the
@@ -104,16 +114,22 @@ export function limitedResponse(
   };
 }
 
-/** The `503` response for a limiter failure on a fail-closed route (never a `429`). */
+/**
+ * The `503` response for a limiter failure on a fail-closed route (never a `429`):
+ * `Retry-After: 1` and an RFC 9457 body of the draft's `temporary-reduced-capacity` type
+ * ({@link TEMPORARY_REDUCED_CAPACITY_TYPE}), with an empty `violated-policies`.
+ */
 export function unavailableResponse(): HttpResponseSpec {
   return {
     status: 503,
     headers: { 'content-type': PROBLEM_TYPE, 'retry-after': '1' },
     body: problem({
-      title: 'Service Unavailable',
+      type: TEMPORARY_REDUCED_CAPACITY_TYPE,
+      title: 'Request cannot be satisfied due to temporary server capacity constraints',
       status: 503,
       detail: 'the rate limiter could not decide; try again shortly',
       error: 'rate_limiter_unavailable',
+      'violated-policies': [],
     }),
   };
 }
