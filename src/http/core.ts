@@ -13,7 +13,8 @@
  * `quota-exceeded` problem type and a fail-closed `503` the `temporary-reduced-capacity` one
  * of draft-ietf-httpapi-ratelimit-headers-10 (§5.1, §5.2).
  */
-import type { Decision } from '../types.js';
+import type { Decision, Policy } from '../types.js';
+import { resetParameterSeconds } from './quota-reset.js';
 
 /** What an adapter writes. */
 export interface HttpResponseSpec {
@@ -158,9 +159,9 @@ export function unidentifiedResponse(challenge = 'Bearer'): HttpResponseSpec {
 export interface HeaderOptions {
   /**
    * The IETF `RateLimit-Policy` and `RateLimit` fields, in the syntax of
-   * draft-ietf-httpapi-ratelimit-headers-08 (Structured Field items: a quoted policy name
-   * with `q` quota units per `w` seconds; `r` remaining and `t` seconds to reset). Default
-   * `true`.
+   * draft-ietf-httpapi-ratelimit-headers-08 to -10 (Structured Field items: a quoted policy
+   * name with `q` quota units per `w` seconds; `r` remaining and `t` seconds until additional
+   * quota is made available, §4.1.2). Default `true`.
    */
   readonly standard?: boolean;
   /**
@@ -184,6 +185,12 @@ export interface QuotaReport {
    * local denial cache): the policy is then advertised in `RateLimit-Policy` only.
    */
   readonly decision?: Decision;
+  /**
+   * The policy itself, so that `t` is the time to its next unit (a token bucket or GCRA
+   * frees quota a unit at a time); without it, `t` is the time to a clean state, an upper
+   * bound. See `resetParameterSeconds`.
+   */
+  readonly policy?: Policy;
 }
 
 /** The largest Structured Field integer (RFC 8941 §3.3.1: at most 15 digits). */
@@ -211,14 +218,18 @@ function resetSecondsOf(decision: Decision): number {
  * draft-ietf-httpapi-ratelimit-headers-08 and later: every policy in `RateLimit-Policy`
  * (`"name";q=…;w=…, "other";q=…;w=…`) and each decided one in `RateLimit`
  * (`"name";r=…;t=…, …`) — `q` the quota, `w` its window in seconds, `r` the units left,
- * `t` delta seconds to a clean state (on a denial, the `Retry-After` instant). A quota
+ * `t` the seconds until additional quota is made available (draft-ietf-httpapi-ratelimit-
+ * headers-10 §4.1.2; see `resetParameterSeconds`: for a token bucket or GCRA the next unit,
+ * for a fixed window its end, for a sliding window an upper bound; on a denial never later
+ * than `Retry-After`, §6). A quota
  * window that is not a whole number of seconds is advertised at its rate over `w` (rounded
  * up): `q` = ⌊limit × w × 1000 / windowMs⌋. Every value is a valid Structured Field item:
  * names are quoted strings, integers have at most 15 digits (policy builders refuse limits
  * above that; only a sub-second window's scaled `q` of such a limit could reach the cap).
  *
  * The legacy `X-RateLimit-*` fields hold one policy: the most restrictive decided one (the
- * longest wait when refused, else the fewest units left).
+ * longest wait when refused, else the fewest units left); their `Reset` keeps its usual
+ * meaning, the delta seconds to a clean state (on a denial, the `Retry-After` instant).
  */
 export function rateLimitHeaderList(
   reports: readonly QuotaReport[],
@@ -240,9 +251,8 @@ export function rateLimitHeaderList(
       policies.push(`${name};q=${sfInteger(q)};w=${sfInteger(w)}`);
       if (report.decision !== undefined) {
         const { remaining } = report.decision;
-        states.push(
-          `${name};r=${sfInteger(remaining)};t=${sfInteger(resetSecondsOf(report.decision))}`,
-        );
+        const t = resetParameterSeconds(report.decision, report.policy);
+        states.push(`${name};r=${sfInteger(remaining)};t=${sfInteger(t)}`);
       }
     }
     if (policies.length > 0) headers['ratelimit-policy'] = policies.join(', ');
@@ -279,7 +289,9 @@ function mostRestrictive(reports: readonly QuotaReport[]): QuotaReport | undefin
 
 /**
  * The rate-limit headers of one decision (see {@link rateLimitHeaderList}): the quota is
- * `decision.limit` per `quotaWindowMs`. Sent only with a real decision: a limiter failure
+ * `decision.limit` per `quotaWindowMs`. Without the policy, `t` is the time to a clean
+ * state, an upper bound: give `rateLimitHeaderList` the `policy` for a token bucket's or
+ * GCRA's next unit. Sent only with a real decision: a limiter failure
  * never invents values.
  */
 export function rateLimitHeaders(
