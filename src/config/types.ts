@@ -19,7 +19,11 @@ export type PlanLimits = (req: unknown, tenant: string) => Limits;
  * `withRateLimit({ limiter, identify, ...routes.get('POST/orders') }, handler)`.
  */
 export interface RouteSettings {
-  /** The route template, e.g. `POST/orders`: it names the quota. */
+  /**
+   * The file's route key, e.g. `POST/orders`: it names the quota in every adapter, which
+   * honours an explicit `route` over its own template (Express's mounted path, Fastify's
+   * prefixed URL) — the name `sluice inspect --route` and `sluice reset` use.
+   */
   readonly route: string;
   /**
    * The route's limits: a policy (one limit on the route's scope: every format-1 route),

@@ -10,9 +10,11 @@
  * - No verified identity: `401 Unauthorized` with a `WWW-Authenticate` challenge.
  *
  * Bodies are RFC 9457 problem details (`application/problem+json`); a `429` uses the
- * `quota-exceeded` problem type of draft-ietf-httpapi-ratelimit-headers.
+ * `quota-exceeded` problem type and a fail-closed `503` the `temporary-reduced-capacity` one
+ * of draft-ietf-httpapi-ratelimit-headers-10 (§5.1, §5.2).
  */
-import type { Decision } from '../types.js';
+import type { Decision, Policy } from '../types.js';
+import { resetParameterSeconds } from './quota-reset.js';
 
 /** What an adapter writes. */
 export interface HttpResponseSpec {
@@ -43,6 +45,15 @@ const PROBLEM_TYPE = 'application/problem+json';
  * `violated-policies` lists their names.
  */
 export const QUOTA_EXCEEDED_TYPE = 'https://iana.org/assignments/http-problem-types#quota-exceeded';
+
+/**
+ * The problem type of draft-ietf-httpapi-ratelimit-headers-10 §5.2 for a request that cannot
+ * be satisfied now because of a temporary reduction in the server's capacity: the `503` of a
+ * limiter failure on a fail-closed route (or past a fail-open route's local limit). Its
+ * `violated-policies` member is empty: no quota was exceeded, the limiter could not decide.
+ */
+export const TEMPORARY_REDUCED_CAPACITY_TYPE =
+  'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
 
 /**
  * An RFC 9457 problem details body, as JSON text. `type` defaults to `"about:blank"` (the
@@ -104,16 +115,22 @@ export function limitedResponse(
   };
 }
 
-/** The `503` response for a limiter failure on a fail-closed route (never a `429`). */
+/**
+ * The `503` response for a limiter failure on a fail-closed route (never a `429`):
+ * `Retry-After: 1` and an RFC 9457 body of the draft's `temporary-reduced-capacity` type
+ * ({@link TEMPORARY_REDUCED_CAPACITY_TYPE}), with an empty `violated-policies`.
+ */
 export function unavailableResponse(): HttpResponseSpec {
   return {
     status: 503,
     headers: { 'content-type': PROBLEM_TYPE, 'retry-after': '1' },
     body: problem({
-      title: 'Service Unavailable',
+      type: TEMPORARY_REDUCED_CAPACITY_TYPE,
+      title: 'Request cannot be satisfied due to temporary server capacity constraints',
       status: 503,
       detail: 'the rate limiter could not decide; try again shortly',
       error: 'rate_limiter_unavailable',
+      'violated-policies': [],
     }),
   };
 }
@@ -142,9 +159,9 @@ export function unidentifiedResponse(challenge = 'Bearer'): HttpResponseSpec {
 export interface HeaderOptions {
   /**
    * The IETF `RateLimit-Policy` and `RateLimit` fields, in the syntax of
-   * draft-ietf-httpapi-ratelimit-headers-08 (Structured Field items: a quoted policy name
-   * with `q` quota units per `w` seconds; `r` remaining and `t` seconds to reset). Default
-   * `true`.
+   * draft-ietf-httpapi-ratelimit-headers-08 to -10 (Structured Field items: a quoted policy
+   * name with `q` quota units per `w` seconds; `r` remaining and `t` seconds until additional
+   * quota is made available, §4.1.2). Default `true`.
    */
   readonly standard?: boolean;
   /**
@@ -168,6 +185,12 @@ export interface QuotaReport {
    * local denial cache): the policy is then advertised in `RateLimit-Policy` only.
    */
   readonly decision?: Decision;
+  /**
+   * The policy itself, so that `t` is the time to its next unit (a token bucket or GCRA
+   * frees quota a unit at a time); without it, `t` is the time to a clean state, an upper
+   * bound. See `resetParameterSeconds`.
+   */
+  readonly policy?: Policy;
 }
 
 /** The largest Structured Field integer (RFC 8941 §3.3.1: at most 15 digits). */
@@ -195,14 +218,18 @@ function resetSecondsOf(decision: Decision): number {
  * draft-ietf-httpapi-ratelimit-headers-08 and later: every policy in `RateLimit-Policy`
  * (`"name";q=…;w=…, "other";q=…;w=…`) and each decided one in `RateLimit`
  * (`"name";r=…;t=…, …`) — `q` the quota, `w` its window in seconds, `r` the units left,
- * `t` delta seconds to a clean state (on a denial, the `Retry-After` instant). A quota
+ * `t` the seconds until additional quota is made available (draft-ietf-httpapi-ratelimit-
+ * headers-10 §4.1.2; see `resetParameterSeconds`: for a token bucket or GCRA the next unit,
+ * for a fixed window its end, for a sliding window an upper bound; on a denial never later
+ * than `Retry-After`, §6). A quota
  * window that is not a whole number of seconds is advertised at its rate over `w` (rounded
  * up): `q` = ⌊limit × w × 1000 / windowMs⌋. Every value is a valid Structured Field item:
  * names are quoted strings, integers have at most 15 digits (policy builders refuse limits
  * above that; only a sub-second window's scaled `q` of such a limit could reach the cap).
  *
  * The legacy `X-RateLimit-*` fields hold one policy: the most restrictive decided one (the
- * longest wait when refused, else the fewest units left).
+ * longest wait when refused, else the fewest units left); their `Reset` keeps its usual
+ * meaning, the delta seconds to a clean state (on a denial, the `Retry-After` instant).
  */
 export function rateLimitHeaderList(
   reports: readonly QuotaReport[],
@@ -224,9 +251,8 @@ export function rateLimitHeaderList(
       policies.push(`${name};q=${sfInteger(q)};w=${sfInteger(w)}`);
       if (report.decision !== undefined) {
         const { remaining } = report.decision;
-        states.push(
-          `${name};r=${sfInteger(remaining)};t=${sfInteger(resetSecondsOf(report.decision))}`,
-        );
+        const t = resetParameterSeconds(report.decision, report.policy);
+        states.push(`${name};r=${sfInteger(remaining)};t=${sfInteger(t)}`);
       }
     }
     if (policies.length > 0) headers['ratelimit-policy'] = policies.join(', ');
@@ -263,7 +289,9 @@ function mostRestrictive(reports: readonly QuotaReport[]): QuotaReport | undefin
 
 /**
  * The rate-limit headers of one decision (see {@link rateLimitHeaderList}): the quota is
- * `decision.limit` per `quotaWindowMs`. Sent only with a real decision: a limiter failure
+ * `decision.limit` per `quotaWindowMs`. Without the policy, `t` is the time to a clean
+ * state, an upper bound: give `rateLimitHeaderList` the `policy` for a token bucket's or
+ * GCRA's next unit. Sent only with a real decision: a limiter failure
  * never invents values.
  */
 export function rateLimitHeaders(

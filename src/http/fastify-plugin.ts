@@ -6,14 +6,18 @@
  * The plugin is not encapsulated (`Symbol.for('skip-override')`, Fastify's documented
  * marker, the one `fastify-plugin` sets), so its hook applies to every route of the
  * instance it is registered on. A route opts in with `config.rateLimit`; the quota is named
- * by the route's method and URL template (`routeOptions.url`, prefixes included), never the
- * raw URL — `HEAD` is named `GET`, as Fastify serves `HEAD` from the `GET` route, and a
- * route taking several methods (`app.all`) is one quota (`ALL`) — and is decided in
- * `onRequest`, before the body is parsed or any handler work. Each route (its methods and URL
- * template) is its own quota, also where routes share one `config.rateLimit` object.
+ * by its `route` when it has one (as in every adapter: a policy file's settings carry the
+ * file's route key), else by the route's method and URL template (`routeOptions.url`,
+ * prefixes included), never the raw URL — `HEAD` is named `GET`, as Fastify serves `HEAD`
+ * from the `GET` route, and a route taking several methods (`app.all`) is one quota (`ALL`).
+ * It is decided in `onRequest`, before the body is parsed or any handler work. Without a
+ * `route`, each route (its methods and URL template) is its own quota, also where routes
+ * share one `config.rateLimit` object.
  *
- * Options are checked when the plugin is registered and each route's `config.rateLimit` when
- * the route is added (after the plugin), so a misspelling fails `app.ready()`, not requests.
+ * Options are checked when the plugin is registered (a bad one rejects `app.register()`) and
+ * each route's `config.rateLimit` when the route is added, by an `onRoute` hook: a bad one
+ * makes `app.post()` (or `app.route()`…) throw the `InvalidInputError` at once — inside a
+ * plugin, that plugin's registration fails and `app.ready()` rejects — never a request.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
@@ -53,12 +57,17 @@ export interface FastifyInstanceLike {
 
 /**
  * What a route puts in `config.rateLimit`: its `policy` (required: a policy, a list, or a
- * plan function — see `GuardOptions.policy`) and overrides of the plugin's options.
+ * plan function — see `GuardOptions.policy`) and overrides of the plugin's options. A `route`
+ * given here names the quota instead of the route's method and URL template, as in every
+ * adapter: the settings of a policy file (`loadPolicies`) carry the file's route key, so
+ * `config: { rateLimit: routes.get('POST/orders') }` is the quota `"POST/orders"` that
+ * `sluice inspect --route POST/orders` reads, whatever prefix the route is mounted under.
  */
 export type FastifyRouteRateLimit<Req = FastifyRequestLike> = Pick<GuardOptions<Req>, 'policy'> &
   Partial<
     Pick<
       GuardOptions<Req>,
+      | 'route'
       | 'cost'
       | 'failureMode'
       | 'failOpenLimit'
@@ -170,6 +179,14 @@ const plugin = async (
       'a second registration',
     );
   }
+  if ((options as { route?: unknown } | undefined)?.route !== undefined) {
+    // One name for every route of the instance would merge their quotas.
+    throw new InvalidInputError(
+      'route',
+      "absent from the plugin's options: each route is named by its own template, or by the route option of its config.rateLimit",
+      (options as { route?: unknown }).route,
+    );
+  }
   instance.decorate(DECORATOR, true);
   // Misspelled or invalid options fail registration (app.ready()), not the first request.
   createGuard({ ...shared, policy: CHECK_POLICY, route: 'options-check' });
@@ -184,7 +201,9 @@ const plugin = async (
         (routeOptions.config as { rateLimit?: unknown } | undefined)?.rateLimit,
         where,
       );
-      if (config !== undefined) createGuard({ ...shared, ...config, route: 'options-check' });
+      if (config !== undefined) {
+        createGuard({ ...shared, ...config, route: config.route ?? 'options-check' });
+      }
       const { method, url } = routeOptions;
       if (typeof url === 'string' && takesGet(method)) {
         getRoutes.set(url, methodPart('GET', method));
@@ -193,14 +212,16 @@ const plugin = async (
   );
   // One guard per route options object and route name, made on its first request. The
   // name alone decides the quota: routes of one name share it in Redis whatever their options
-  // objects, and routes of different names never do, even with one options object.
+  // objects, and routes of different names never do, even with one options object. An
+  // explicit `route` in the options is the name (one guard per options object).
   const guards = new WeakMap<object, Map<string, Guard<FastifyRequestLike>>>();
   const guardOf = (
     request: FastifyRequestLike,
     route: FastifyRequestLike['routeOptions'],
-    config: object,
+    config: FastifyRouteRateLimit,
   ): Guard<FastifyRequestLike> => {
-    const name = routeOf(request.method, route, getRoutes);
+    const explicit = config.route;
+    const name = explicit === undefined ? routeOf(request.method, route, getRoutes) : '';
     let byName = guards.get(config);
     if (byName === undefined) {
       byName = new Map();
@@ -210,8 +231,8 @@ const plugin = async (
     if (guard === undefined) {
       guard = createGuard<FastifyRequestLike>({
         ...shared,
-        ...(config as FastifyRouteRateLimit),
-        route: name,
+        ...config,
+        route: explicit ?? name,
       });
       byName.set(name, guard);
     }
@@ -250,7 +271,9 @@ Object.assign(plugin, {
  * `config: { rateLimit: { policy } }` on each limited route. Import it from
  * `sluice/fastify` for Fastify's types and a typed `config.rateLimit`.
  *
- * A route's guard is made on its first request; bad route options answer that request
- * `500` through Fastify's error handling (`InvalidInputError` naming the field).
+ * The plugin's options are checked when it is registered; a route's `config.rateLimit` when
+ * the route is added, so `app.post()` throws an `InvalidInputError` naming the field (see the
+ * module's description). At request time, an error of `identify`, a `cost`, `route` or
+ * `policy` function, or an invalid answer of theirs, goes to Fastify's error handling (`500`).
  */
 export const fastifyRateLimit = plugin as FastifyRateLimitPlugin;

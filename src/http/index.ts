@@ -20,6 +20,7 @@ export {
   rateLimitHeaderList,
   rateLimitHeaders,
   retryAfterSeconds,
+  TEMPORARY_REDUCED_CAPACITY_TYPE,
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';

@@ -239,6 +239,17 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       const r = await post(a.url, randomTenant());
       assert.equal(r.status, 503);
       assert.equal(r.headers.get('retry-after'), '1');
+      // draft-ietf-httpapi-ratelimit-headers-10 §5.2, as the 429 carries §5.1's quota-exceeded.
+      assert.match(r.headers.get('content-type') ?? '', /^application\/problem\+json\b/);
+      const problem = JSON.parse(r.body);
+      assert.equal(
+        problem.type,
+        'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity',
+      );
+      assert.deepEqual(
+        [problem.status, problem.error, problem['violated-policies']],
+        [503, 'rate_limiter_unavailable', []],
+      );
       assert.equal(r.headers.get('ratelimit'), null);
       assert.equal(a.handled(), 0);
     });

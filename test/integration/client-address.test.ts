@@ -16,7 +16,7 @@ after(() => {
   for (const server of servers) server.close();
 });
 
-async function ipLimited(trustProxy?: string) {
+async function ipLimited(trustProxy?: string, ipv6Prefix?: number) {
   const limiter = new RateLimiter({
     client: await redis.client(),
     namespace: `c09-${Math.random().toString(36).slice(2)}`,
@@ -27,7 +27,10 @@ async function ipLimited(trustProxy?: string) {
         limiter,
         policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
         route: 'POST/login',
-        identify: clientAddressOf(trustProxy === undefined ? {} : { trustProxy }),
+        identify: clientAddressOf({
+          ...(trustProxy === undefined ? {} : { trustProxy }),
+          ...(ipv6Prefix === undefined ? {} : { ipv6Prefix }),
+        }),
       },
       (_req, res) => res.end('ok'),
     ),
@@ -61,6 +64,28 @@ describe('case C09: the client address, never a header the client wrote', () => 
   it('(c) client addresses cycling through one IPv6 /64 fold into one scope → 5 × 200, 15 × 429', async () => {
     const run = await ipLimited('loopback');
     assert.deepEqual(await run((i) => `2001:db8:1:2::${(i + 1).toString(16)}`), [5, 15]);
+  });
+
+  it('(d) ipv6Prefix 48: clients cycling through one /48 (a /56 each) fold into one scope; /128 keeps them apart', async () => {
+    const wide = await ipLimited('loopback', 48);
+    assert.deepEqual(await wide((i) => `2001:db8:7:${(i * 256).toString(16)}::1`), [5, 15]);
+    const narrow = await ipLimited('loopback', 128);
+    assert.deepEqual(await narrow((i) => `2001:db8:8::${(i + 1).toString(16)}`), [20, 0]);
+  });
+
+  it('ipv6Prefix: folds to any prefix; anything but an integer from 1 to 128 is refused', () => {
+    assert.equal(foldAddress('2001:db8:1:2:aaaa:bbbb:cccc:dddd', 48), '2001:db8:1::/48');
+    assert.equal(foldAddress('2001:db8:1:2ff::1', 56), '2001:db8:1:200::/56');
+    assert.equal(foldAddress('2001:db8::1', 128), '2001:db8::1/128');
+    assert.equal(foldAddress('ffff::1', 1), '8000::/1');
+    assert.equal(foldAddress('203.0.113.7', 8), '203.0.113.7', 'IPv4 is never folded');
+    for (const bad of [0, 129, 64.5, '64', Number.NaN, null]) {
+      assert.throws(() => clientAddressOf({ ipv6Prefix: bad as never }), { field: 'ipv6Prefix' });
+      assert.throws(() => foldAddress('2001:db8::1', bad as never), { field: 'ipv6Prefix' });
+    }
+    assert.throws(() => clientAddressOf({ ipv6prefix: 48 } as never), {
+      field: 'options.ipv6prefix',
+    });
   });
 
   it('folding: IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 to its /64, garbage to nothing', () => {

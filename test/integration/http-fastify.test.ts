@@ -236,7 +236,7 @@ describe('Fastify plugin', () => {
     await app.close();
   });
 
-  it('bad options fail app.ready(), not requests; rateLimit: false is no limit; registering twice is refused', async () => {
+  it('bad options fail registration or app.post() at once, never a request; rateLimit: false is no limit; registering twice is refused', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const policy = fixedWindow({ limit: 1, windowMs: 60_000 });
     const misspelt = Fastify();
@@ -249,6 +249,18 @@ describe('Fastify plugin', () => {
         badRoute.get('/x', { config: { rateLimit: { polcy: policy } as never } }, async () => 'ok'),
       { field: 'options.polcy' },
     );
+    // One route name on the plugin would merge every route's quota: refused.
+    const shared = Fastify();
+    shared.register(fastifyRateLimit, { limiter, identify: () => 'a', route: 'POST/x' } as never);
+    await assert.rejects(async () => shared.ready(), { field: 'route' });
+    // A route's own route is checked when the route is added, like its other options.
+    const emptyRoute = Fastify();
+    await emptyRoute.register(fastifyRateLimit, { limiter, identify: () => 'a' });
+    assert.throws(
+      () =>
+        emptyRoute.get('/x', { config: { rateLimit: { policy, route: '' } } }, async () => 'ok'),
+      { field: 'route' },
+    );
     const twice = Fastify();
     await twice.register(fastifyRateLimit, { limiter, identify: () => 'a' });
     twice.register(fastifyRateLimit, { limiter, identify: () => 'a' });
@@ -260,6 +272,10 @@ describe('Fastify plugin', () => {
     for (let i = 0; i < 3; i++) {
       assert.equal((await off.inject({ method: 'GET', url: '/free' })).statusCode, 200);
     }
-    await Promise.all([misspelt, badRoute, twice, off].map((app) => app.close().catch(() => {})));
+    await Promise.all(
+      [misspelt, badRoute, shared, emptyRoute, twice, off].map((app) =>
+        app.close().catch(() => {}),
+      ),
+    );
   });
 });

@@ -151,3 +151,43 @@ describe('several policies: the draft’s List syntax', () => {
     assert.equal(headers.ratelimit, '"x";r=4;t=30');
   });
 });
+
+describe('RateLimit t: seconds until additional quota (draft -10 §4.1.2)', () => {
+  const bucket = tokenBucket({ capacity: 100, refillTokens: 10, refillIntervalMs: 60_000 });
+  const t = (policy: Parameters<typeof rateLimitHeaderList>[0][0]['policy'], decision: object) =>
+    rateLimitHeaderList([
+      {
+        name: 'r',
+        limit: 100,
+        quotaWindowMs: 1000,
+        decision: {
+          allowed: true,
+          remaining: 0,
+          limit: 100,
+          resetMs: 0,
+          retryAfterMs: 0,
+          ...decision,
+        },
+        ...(policy ? { policy } : {}),
+      },
+    ]).ratelimit;
+
+  it('token bucket and GCRA: the next unit; without the policy, the clean state', () => {
+    // One token per 6 s; 50 missing: full in 300 s, the next token in 6 s.
+    assert.equal(t(bucket, { remaining: 50, resetMs: 300_000 }), '"r";r=50;t=6');
+    assert.equal(t(undefined, { remaining: 50, resetMs: 300_000 }), '"r";r=50;t=300');
+    const cell = gcra({ limit: 10, periodMs: 60_000, burst: 100 });
+    assert.equal(t(cell, { remaining: 95, resetMs: 30_000 }), '"r";r=95;t=6');
+    // A full quota has nothing more to come.
+    assert.equal(t(bucket, { remaining: 100, resetMs: 0 }), '"r";r=100;t=0');
+  });
+
+  it('a denial of a large cost: the next unit, never later than Retry-After (§6)', () => {
+    // 2 tokens left, a cost of 5: Retry-After in 18 s, the next token in 6 s.
+    const denied = { allowed: false, remaining: 2, resetMs: 588_000, retryAfterMs: 18_000 };
+    assert.equal(t(bucket, denied), '"r";r=2;t=6');
+    // A fixed window gives every unit back at once: the Retry-After instant.
+    const window = fixedWindow({ limit: 100, windowMs: 60_000 });
+    assert.equal(t(window, { ...denied, resetMs: 17_999 }), '"r";r=2;t=18');
+  });
+});

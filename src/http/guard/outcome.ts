@@ -150,6 +150,7 @@ function rateLimitFields(
       name: names[i] as string,
       limit: limit.policy.limit,
       quotaWindowMs: limit.policy.quotaWindowMs,
+      policy: limit.policy,
       // A cached refusal evaluated only the policies it held (those that must wait).
       ...(cached && decision.retryAfterMs === 0 ? {} : { decision }),
     };

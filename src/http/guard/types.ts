@@ -101,7 +101,9 @@ export interface GuardOptions<Req> {
   /**
    * The route template that names the quota, e.g. `"POST/orders"` — never the raw URL:
    * a string, or a function of the request that returns the framework's route
-   * template (as the Express adapter does).
+   * template (as the Express adapter does). Every adapter lets a `route` given here name
+   * the quota over its own template (Express and Fastify derive one only when it is absent),
+   * so a policy file's settings name the file's route wherever they are mounted.
    */
   readonly route: string | ((req: Req) => string);
   /**
