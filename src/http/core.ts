@@ -12,6 +12,8 @@
  * Bodies are RFC 9457 problem details (`application/problem+json`); a `429` uses the
  * `quota-exceeded` problem type of draft-ietf-httpapi-ratelimit-headers.
  */
+
+import { refused } from '../refused.js';
 import type { Decision } from '../types.js';
 
 /** What an adapter writes. */
@@ -185,7 +187,7 @@ const sfString = (name: string): string => JSON.stringify(name.replace(/[^\x20-\
  * wait helps) when the scope is back to its full quota.
  */
 function resetSecondsOf(decision: Decision): number {
-  return !decision.allowed && decision.retryAfterMs > 0 && Number.isFinite(decision.retryAfterMs)
+  return refused(decision) && Number.isFinite(decision.retryAfterMs)
     ? retryAfterSeconds(decision.retryAfterMs)
     : Math.ceil(Math.max(decision.resetMs, 0) / 1000);
 }
