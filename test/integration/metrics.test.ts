@@ -455,10 +455,19 @@ describe('a refused takeAll names the policy that refused', () => {
         ['allowed', 'orders-pro', false],
         ['allowed', 'orders-per-user', false],
       ]);
-      // Refused by Redis (a cost of 2 with 1 left: never cached): only the per-user limit refused.
-      const byRedis = await limiter.takeAll(items(2));
-      assert.deepEqual([byRedis.allowed, byRedis.cached], [false, false]);
+      // Refused by Redis (a cost of 2 with 1 left: never cached), twice in one turn (coalesced
+      // into one script call): only the per-user limit refused.
+      const byRedis = await Promise.all([limiter.takeAll(items(2)), limiter.takeAll(items(2))]);
+      assert.deepEqual(
+        byRedis.map((r) => [r.allowed, r.cached]),
+        [
+          [false, false],
+          [false, false],
+        ],
+      );
       assert.deepEqual(seen(), [
+        ['not_charged', 'orders-pro', false],
+        ['limited', 'orders-per-user', false],
         ['not_charged', 'orders-pro', false],
         ['limited', 'orders-per-user', false],
       ]);
@@ -498,8 +507,8 @@ describe('a refused takeAll names the policy that refused', () => {
       const decisions: [Record<string, string>, number][] = [
         [{ outcome: 'allowed', policy: 'orders-pro' }, 2],
         [{ outcome: 'allowed', policy: 'orders-per-user' }, 2],
-        [{ outcome: 'not_charged', policy: 'orders-pro' }, 2],
-        [{ outcome: 'limited', policy: 'orders-per-user' }, 2],
+        [{ outcome: 'not_charged', policy: 'orders-pro' }, 3],
+        [{ outcome: 'limited', policy: 'orders-per-user' }, 3],
         [{ outcome: 'allowed', policy: 'api-pro' }, 1],
         [{ outcome: 'allowed', policy: 'api-per-user' }, 1],
         [{ outcome: 'not_charged', policy: 'api-pro' }, 1],
@@ -524,9 +533,9 @@ describe('a refused takeAll names the policy that refused', () => {
       assert.match(text, /^sluice_decisions_total\{outcome="limited",policy="api-pro"\} 0$/m);
       assert.match(text, /^sluice_decisions_total\{outcome="not_charged",policy="api-pro"\} 1$/m);
       assert.match(text, /^sluice_decisions_total\{outcome="limited",policy="orders-pro"\} 0$/m);
-      // stats() counts calls: 2 + 1 admitted, 2 + 1 refused, 1 + 1 of them by the cache.
+      // stats() counts calls: 2 + 1 admitted, 3 + 1 refused, 1 + 1 of them by the cache.
       const stats = limiter.stats();
-      assert.deepEqual([stats.allowed, stats.limited, stats.cachedDenials], [3, 3, 2]);
+      assert.deepEqual([stats.allowed, stats.limited, stats.cachedDenials], [3, 4, 2]);
     } finally {
       await meterProvider.shutdown();
     }
