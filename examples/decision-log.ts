@@ -10,7 +10,7 @@ const logger = pino({ base: undefined }); // JSON lines on stdout; no pid/hostna
 function logDecision(event: DecisionEvent): void {
   const line = {
     requestId: event.requestId,
-    outcome: event.outcome, // allowed, limited, invalid, timeout, unavailable, overload, store_error, config_error
+    outcome: event.outcome, // allowed, limited, not_charged, invalid, timeout, unavailable, overload, store_error, config_error
     policy: event.policy,
     route: event.route,
     latencyMs: Number(event.latencyMs.toFixed(3)), // 0 when answered without Redis

@@ -13,6 +13,7 @@
  * `quota-exceeded` problem type and a fail-closed `503` the `temporary-reduced-capacity` one
  * of draft-ietf-httpapi-ratelimit-headers-10 (§5.1, §5.2).
  */
+import { refused } from '../refused.js';
 import type { Decision, Policy } from '../types.js';
 import { resetParameterSeconds } from './quota-reset.js';
 
@@ -208,7 +209,7 @@ const sfString = (name: string): string => JSON.stringify(name.replace(/[^\x20-\
  * wait helps) when the scope is back to its full quota.
  */
 function resetSecondsOf(decision: Decision): number {
-  return !decision.allowed && decision.retryAfterMs > 0 && Number.isFinite(decision.retryAfterMs)
+  return refused(decision) && Number.isFinite(decision.retryAfterMs)
     ? retryAfterSeconds(decision.retryAfterMs)
     : Math.ceil(Math.max(decision.resetMs, 0) / 1000);
 }

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { isPolicy } from '../algorithms/policy.js';
 import type { DecisionEvent, DecisionOutcome, Metrics } from '../metrics/types.js';
 import { observe } from '../observer.js';
+import { refused } from '../refused.js';
 import type { Decision, Policy } from '../types.js';
 
 /** One item of an observed call: what its events name. */
@@ -31,7 +32,10 @@ export class DecisionReporter {
     readonly withTenant: boolean,
   ) {}
 
-  /** Events for every item of a call, with the call's outcome. */
+  /**
+   * Events for every item of a call, with the call's outcome — except in a refused call
+   * (`limited`), where an item that did not refuse itself (see `refused.ts`) is `not_charged`.
+   */
   report(
     meta: CallMeta,
     outcome: DecisionOutcome,
@@ -45,9 +49,13 @@ export class DecisionReporter {
     for (let i = 0; i < targets.length; i++) {
       const { policy, parts } = targets[i] as ReportedItem;
       const decision = decisions?.[i];
+      const own =
+        outcome === 'limited' && decision !== undefined && !refused(decision)
+          ? 'not_charged'
+          : outcome;
       // One shape for every event (absent fields undefined): cheap to build and to read.
       this.deliver({
-        outcome,
+        outcome: own,
         policy: policy.name,
         route: parts.route,
         latencyMs,

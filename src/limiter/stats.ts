@@ -1,13 +1,16 @@
 /**
  * A limiter's outcome counters: every call ends in exactly one of them (a cached denial is
- * also a `limited`), and `inFlight` counts what was sent and not answered yet.
+ * also a `limited`), and `inFlight` counts what was sent and not answered yet. They count
+ * calls, not policies: a `takeAll` counts once, as `allowed` or `limited` (or its failure),
+ * however many items it has; its items' own outcomes (`limited` for those that refused,
+ * `not_charged` for the others) are in the decision events and the metrics.
  */
 
 /** Counts of outcomes since the limiter was created, plus calls in flight now. */
 export interface LimiterStats {
-  /** Decisions that admitted. */
+  /** Calls that admitted (a `takeAll`: every item admitted, counted once). */
   allowed: number;
-  /** Decisions that denied (rate-limited). */
+  /** Calls that were refused (rate-limited; a refused `takeAll` counted once). */
   limited: number;
   /** Calls rejected for bad input (nothing sent). */
   invalid: number;
@@ -25,7 +28,7 @@ export interface LimiterStats {
    * outage (`RedisConfigError`).
    */
   configError: number;
-  /** Denials answered by the local denial cache (also counted in `limited`). */
+  /** Refused calls answered by the local denial cache (also counted in `limited`). */
   cachedDenials: number;
   /** `peek` calls answered (they admit and count nothing). */
   peeks: number;

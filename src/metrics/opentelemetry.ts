@@ -179,11 +179,12 @@ class OpenTelemetrySink implements Metrics {
     });
     const decisions = meter.createObservableCounter(names.decisions, {
       description:
-        'Decisions per policy by outcome (allowed, limited, invalid, timeout, unavailable, overload, store_error, config_error); cached denials count as limited.',
+        'Decisions per policy by outcome (allowed, limited, not_charged, invalid, timeout, unavailable, overload, store_error, config_error); limited counts the policies that refused (cached denials too), not_charged the other policies of a refused takeAll.',
       unit: '{decision}',
     });
     const cached = meter.createObservableCounter(names.cachedDenials, {
-      description: 'Denials answered by the local denial cache, without Redis.',
+      description:
+        'Denials answered by the local denial cache, without Redis (also counted in decisions as limited).',
       unit: '{decision}',
     });
     const inFlight = meter.createObservableGauge(names.inFlight, {

@@ -69,7 +69,7 @@ function decisionsCounter(name: string, tally: Tally, registers: Registry[]) {
   let sync!: CounterSync<'outcome' | 'policy'>;
   const counter = new Counter({
     name,
-    help: 'Decisions per policy by outcome (allowed, limited, invalid, timeout, unavailable, overload, store_error, config_error); cached denials count as limited.',
+    help: 'Decisions per policy by outcome (allowed, limited, not_charged, invalid, timeout, unavailable, overload, store_error, config_error); limited counts the policies that refused (cached denials too), not_charged the other policies of a refused takeAll.',
     labelNames: ['outcome', 'policy'] as const,
     registers,
     collect() {

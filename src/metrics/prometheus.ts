@@ -75,9 +75,9 @@ const made = new WeakMap<Registry, Map<string, Entry>>();
  *
  * | name | type | labels | what |
  * | --- | --- | --- | --- |
- * | `sluice_decisions_total` | counter | `outcome`, `policy` | each policy decided by `take` / `takeAll`; `outcome` ∈ allowed, limited, invalid, timeout, unavailable, overload, store_error, config_error; `policy` is the policy's name (`""` when the input named no policy) |
+ * | `sluice_decisions_total` | counter | `outcome`, `policy` | each policy decided by `take` / `takeAll`; `outcome` ∈ allowed, limited, not_charged, invalid, timeout, unavailable, overload, store_error, config_error (`limited`: this policy refused; `not_charged`: another policy of the same refused `takeAll` did); `policy` is the policy's name (`""` when the input named no policy) |
  * | `sluice_cached_denials_total` | counter | `policy` | denials the local denial cache answered (also in `decisions_total` as `limited`) |
- * | `sluice_decision_duration_seconds` | histogram | `policy` | latency of decisions that went to Redis (allowed, limited, timeout, unavailable, store_error, config_error; not cached, invalid or overload), seconds |
+ * | `sluice_decision_duration_seconds` | histogram | `policy` | latency of decisions that went to Redis (allowed, limited, not_charged, timeout, unavailable, store_error, config_error; not cached, invalid or overload), seconds |
  * | `sluice_in_flight` | gauge | — | calls in flight now, summed over the attached limiters, read at scrape time |
  * | `sluice_http_requests_total` | counter | `outcome`, `route`, `shadow` | each request at a guard; `outcome` ∈ allowed, limited, fail_closed, fail_open, fail_open_limited, unidentified, skipped; `shadow` is `"true"` on shadow routes |
  * | `sluice_redis_events_total` | counter | `event` | connection_error, reconnect, stall_recycle (each present from the start, at 0) |

@@ -17,6 +17,7 @@ import type {
 export const DECISION_OUTCOMES: readonly DecisionOutcome[] = Object.freeze([
   'allowed',
   'limited',
+  'not_charged',
   'invalid',
   'timeout',
   'unavailable',
@@ -65,22 +66,26 @@ function decisionIndex(outcome: string): number {
       return 0;
     case 'limited':
       return 1;
-    case 'invalid':
+    case 'not_charged':
       return 2;
-    case 'timeout':
+    case 'invalid':
       return 3;
-    case 'unavailable':
+    case 'timeout':
       return 4;
-    case 'overload':
+    case 'unavailable':
       return 5;
-    case 'store_error':
+    case 'overload':
       return 6;
-    case 'config_error':
+    case 'store_error':
       return 7;
+    case 'config_error':
+      return 8;
     default:
       return -1;
   }
 }
+/** The index of `limited` in {@link DECISION_OUTCOMES}. */
+const LIMITED = 1;
 // Fixed-shape lookup objects for the rarer events.
 const REQUEST_INDEX: Readonly<Record<string, number>> = {
   allowed: 0,
@@ -101,7 +106,10 @@ const REDIS_INDEX: Readonly<Record<string, number>> = {
 export class PolicyTally {
   /** Decisions by outcome, in the order of {@link DECISION_OUTCOMES}. */
   readonly outcomes = new Float64Array(DECISION_OUTCOMES.length);
-  /** Denials answered by the local denial cache (also in `outcomes`, as `limited`). */
+  /**
+   * Denials answered by the local denial cache (also in `outcomes`, as `limited`; the
+   * `not_charged` items of a cached refusal are not counted here).
+   */
   cachedDenials = 0;
   /**
    * Decisions that went to Redis, by latency: `buckets[i]` counts those in
@@ -193,7 +201,9 @@ export class Tally {
     }
     tally.outcomes[index] = (tally.outcomes[index] as number) + 1;
     if (event.cached) {
-      tally.cachedDenials++;
+      // A cached refusal's other items are `not_charged`: only the policy that refused
+      // counts a cached denial.
+      if (index === LIMITED) tally.cachedDenials++;
       return;
     }
     const buckets = tally.buckets;

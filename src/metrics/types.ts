@@ -9,15 +9,18 @@
 import type { Decision } from '../types.js';
 
 /**
- * How one decision ended: `allowed`, `limited` (also from the local denial cache),
- * `invalid` (bad input, nothing sent), `timeout` (the deadline passed; quota may have been
- * spent), `unavailable` (Redis unreachable or not serving), `overload` (`maxInFlight`
- * reached, nothing sent), `store_error` (Redis answered with an error reply),
- * `config_error` (Redis refused the configuration: a password, a permission).
+ * How one policy's decision ended: `allowed`, `limited` (this policy refused; also from the
+ * local denial cache), `not_charged` (an item of a refused `takeAll` that would have admitted;
+ * nothing was charged because another policy of the same takeAll refused), `invalid` (bad
+ * input, nothing sent), `timeout` (the deadline passed; quota may have been spent),
+ * `unavailable` (Redis unreachable or not serving), `overload` (`maxInFlight` reached,
+ * nothing sent), `store_error` (Redis answered with an error reply), `config_error` (Redis
+ * refused the configuration: a password, a permission).
  */
 export type DecisionOutcome =
   | 'allowed'
   | 'limited'
+  | 'not_charged'
   | 'invalid'
   | 'timeout'
   | 'unavailable'
@@ -26,11 +29,14 @@ export type DecisionOutcome =
   | 'config_error';
 
 /**
- * One policy's decision in a `take` or `takeAll` (a `takeAll` of 3 gives 3 events, each with
- * the call's outcome: a refused `takeAll` spends nothing on any item, so every item is
- * `limited`; `decision.retryAfterMs > 0` tells the items that refused). `peek` and `reset`
- * are not decisions and give none. Carries the tenant only when the limiter was told to
- * (`eventTenant: true`); never the user.
+ * One policy's decision in a `take` or `takeAll`: a `takeAll` of 3 gives 3 events. An
+ * admitted `takeAll` gives every item `allowed`; a failed one gives every item the failure.
+ * A refused `takeAll` charges nothing on any item: the items that refused (a wait, see
+ * `decision.retryAfterMs`: the same rule as the HTTP layer's `violated-policies`) are
+ * `limited`, the others `not_charged` — also when the local denial cache answered, where the
+ * items the cache did not hold were not evaluated. `peek` and `reset` are not decisions and
+ * give none. Carries the tenant only when the limiter was told to (`eventTenant: true`);
+ * never the user.
  */
 export interface DecisionEvent {
   readonly outcome: DecisionOutcome;
@@ -43,7 +49,10 @@ export interface DecisionEvent {
    * for the batch; 0 for answers given without Redis (`cached`, `invalid`, `overload`).
    */
   readonly latencyMs: number;
-  /** True when the local denial cache answered (`limited` with no Redis call). */
+  /**
+   * True when the local denial cache answered the call, with no Redis call: every item of
+   * it, `limited` or `not_charged`.
+   */
   readonly cached: boolean;
   /** `take` or `takeAll`. */
   readonly operation: 'take' | 'takeAll';
@@ -51,7 +60,7 @@ export interface DecisionEvent {
   readonly requestId?: string;
   /** The tenant, only with the limiter's `eventTenant: true`. */
   readonly tenant?: string;
-  /** This policy's decision, for `allowed` and `limited`. */
+  /** This policy's decision, for `allowed`, `limited` and `not_charged`. */
   readonly decision?: Decision;
   /** The error the call rejected with, for the failure outcomes. */
   readonly error?: Error;

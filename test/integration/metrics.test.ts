@@ -405,6 +405,143 @@ describe('metrics sinks on a real Redis', () => {
   });
 });
 
+/** One sink that hands every call to each of `sinks` (a limiter takes one). */
+const fanOut = (...sinks: Metrics[]): Metrics => ({
+  decision: (event) => {
+    for (const sink of sinks) sink.decision(event);
+  },
+  request: (event) => {
+    for (const sink of sinks) sink.request(event);
+  },
+  redisEvent: (event) => {
+    for (const sink of sinks) sink.redisEvent(event);
+  },
+  attach: (source) => {
+    for (const sink of sinks) sink.attach(source);
+  },
+});
+
+describe('a refused takeAll names the policy that refused', () => {
+  it('limited on the refusing policy, not_charged on the other: from Redis, from the denial cache and through a guard with a list of policies', async () => {
+    const registry = new Registry();
+    const reader = new PeriodicExportingMetricReader({
+      exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+      exportIntervalMillis: 3_600_000,
+    });
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    try {
+      const metrics = fanOut(
+        prometheusMetrics({ registry }),
+        openTelemetryMetrics({ meterProvider }),
+      );
+      const client = await redis.client();
+      const events: DecisionEvent[] = [];
+      const limiter = new RateLimiter({
+        client,
+        metrics,
+        onDecision: (event) => events.push(event),
+      });
+      const tenant = secretTenant();
+      const pro = fixedWindow({ name: 'orders-pro', limit: 100, windowMs: 60_000 });
+      const perUser = fixedWindow({ name: 'orders-per-user', limit: 2, windowMs: 60_000 });
+      const items = (cost: number) => [
+        { scope: { tenant, route: 'POST/orders' }, policy: pro, cost },
+        { scope: { tenant, route: 'POST/orders', user: 'bob' }, policy: perUser, cost },
+      ];
+      const seen = () => events.splice(0).map((e) => [e.outcome, e.policy, e.cached]);
+      // Admitted: both charged.
+      assert.equal((await limiter.takeAll(items(1))).allowed, true);
+      assert.deepEqual(seen(), [
+        ['allowed', 'orders-pro', false],
+        ['allowed', 'orders-per-user', false],
+      ]);
+      // Refused by Redis (a cost of 2 with 1 left: never cached), twice in one turn (coalesced
+      // into one script call): only the per-user limit refused.
+      const byRedis = await Promise.all([limiter.takeAll(items(2)), limiter.takeAll(items(2))]);
+      assert.deepEqual(
+        byRedis.map((r) => [r.allowed, r.cached]),
+        [
+          [false, false],
+          [false, false],
+        ],
+      );
+      assert.deepEqual(seen(), [
+        ['not_charged', 'orders-pro', false],
+        ['limited', 'orders-per-user', false],
+        ['not_charged', 'orders-pro', false],
+        ['limited', 'orders-per-user', false],
+      ]);
+      // Admitted again (0 left for bob: the denial cache holds it), then refused by the cache.
+      assert.equal((await limiter.takeAll(items(1))).allowed, true);
+      seen();
+      const byCache = await limiter.takeAll(items(1));
+      assert.deepEqual([byCache.allowed, byCache.cached], [false, true]);
+      assert.deepEqual(seen(), [
+        ['not_charged', 'orders-pro', true],
+        ['limited', 'orders-per-user', true],
+      ]);
+
+      // A guard with a list of policies (stacked per-user limit): the 429 and the metrics
+      // name the same policy.
+      const apiPro = fixedWindow({ name: 'api-pro', limit: 100, windowMs: 60_000 });
+      const apiPerUser = fixedWindow({ name: 'api-per-user', limit: 1, windowMs: 60_000 });
+      const guard = createGuard<Req & { user?: string }>({
+        limiter,
+        policy: [apiPro, { policy: apiPerUser, per: 'route-user' }],
+        route: 'POST/api',
+        identify: (req) => req.tenant,
+        user: (req) => req.user,
+        metrics,
+      });
+      assert.equal((await guard({ tenant, user: 'ann' })).pass, true);
+      const refused = await guard({ tenant, user: 'ann' });
+      assert.equal(refused.pass, false);
+      const response = refused.pass ? undefined : refused.response;
+      assert.equal(response?.status, 429);
+      assert.deepEqual(JSON.parse(response?.body ?? '{}')['violated-policies'], ['api-per-user']);
+      assert.deepEqual(seen().slice(2), [
+        ['not_charged', 'api-pro', true],
+        ['limited', 'api-per-user', true],
+      ]);
+
+      const decisions: [Record<string, string>, number][] = [
+        [{ outcome: 'allowed', policy: 'orders-pro' }, 2],
+        [{ outcome: 'allowed', policy: 'orders-per-user' }, 2],
+        [{ outcome: 'not_charged', policy: 'orders-pro' }, 3],
+        [{ outcome: 'limited', policy: 'orders-per-user' }, 3],
+        [{ outcome: 'allowed', policy: 'api-pro' }, 1],
+        [{ outcome: 'allowed', policy: 'api-per-user' }, 1],
+        [{ outcome: 'not_charged', policy: 'api-pro' }, 1],
+        [{ outcome: 'limited', policy: 'api-per-user' }, 1],
+      ];
+      // Cached denials: only the policies that refused.
+      const cachedDenials: [Record<string, string>, number][] = [
+        [{ policy: 'orders-per-user' }, 1],
+        [{ policy: 'api-per-user' }, 1],
+      ];
+      for (const exposition of [await readPrometheus(registry), await readOpenTelemetry(reader)]) {
+        assertSeries(exposition, 'sluice_decisions_total', decisions);
+        assertSeries(exposition, 'sluice_cached_denials_total', cachedDenials);
+        // The HTTP outcome is per request: the refused request is limited.
+        assertSeries(exposition, 'sluice_http_requests_total', [
+          [{ outcome: 'allowed', route: 'POST/api', shadow: 'false' }, 1],
+          [{ outcome: 'limited', route: 'POST/api', shadow: 'false' }, 1],
+        ]);
+      }
+      const text = await registry.metrics();
+      assert.match(text, /^sluice_decisions_total\{outcome="limited",policy="api-per-user"\} 1$/m);
+      assert.match(text, /^sluice_decisions_total\{outcome="limited",policy="api-pro"\} 0$/m);
+      assert.match(text, /^sluice_decisions_total\{outcome="not_charged",policy="api-pro"\} 1$/m);
+      assert.match(text, /^sluice_decisions_total\{outcome="limited",policy="orders-pro"\} 0$/m);
+      // stats() counts calls: 2 + 1 admitted, 3 + 1 refused, 1 + 1 of them by the cache.
+      const stats = limiter.stats();
+      assert.deepEqual([stats.allowed, stats.limited, stats.cachedDenials], [3, 4, 2]);
+    } finally {
+      await meterProvider.shutdown();
+    }
+  });
+});
+
 describe('metrics sinks: options and registries', () => {
   it('a second prometheusMetrics on one registry and prefix is the same sink; other options or a foreign metric are clear errors', () => {
     const registry = new Registry();

@@ -154,6 +154,11 @@ describe('Grafana dashboard', () => {
     assert.match(all, /sluice_http_requests_total\{[^}]*outcome="limited"/, '429 rate');
     assert.match(
       all,
+      /sum by \(policy\) \(rate\(sluice_decisions_total\{[^}]*outcome="limited"/,
+      'refusals by policy: which limit binds',
+    );
+    assert.match(
+      all,
       /histogram_quantile\(0\.99, sum by \(le, policy\) \(rate\(sluice_decision_duration_seconds_bucket/,
       'p99',
     );

@@ -74,7 +74,7 @@ describe('decision events', () => {
     assert.equal(events[0]?.tenant, 'acme');
   });
 
-  it('takeAll: one event per item with the call’s outcome; peeks and resets report nothing', async () => {
+  it('takeAll: one event per item; a refusal is limited on the item that refused, not_charged on the others; peeks and resets report nothing', async () => {
     const events: DecisionEvent[] = [];
     const limiter = new RateLimiter({
       store: new MemoryStore(),
@@ -86,7 +86,7 @@ describe('decision events', () => {
       { scope: { tenant: 'acme' }, policy: hourly },
     ];
     await limiter.takeAll(items, { requestId: 'r2' });
-    await limiter.takeAll(items);
+    const refused = await limiter.takeAll(items);
     await limiter.peek(scope, orders);
     await limiter.reset(scope, orders);
     assert.deepEqual(
@@ -95,12 +95,40 @@ describe('decision events', () => {
         ['allowed', 'orders', 'POST/orders', 'takeAll', 'r2'],
         ['allowed', 'hourly', undefined, 'takeAll', 'r2'],
         ['limited', 'orders', 'POST/orders', 'takeAll', undefined],
-        ['limited', 'hourly', undefined, 'takeAll', undefined],
+        ['not_charged', 'hourly', undefined, 'takeAll', undefined],
       ],
     );
-    // The item that refused tells itself apart by its wait.
+    // The events carry each item's own decision: the one that refused has a wait.
+    assert.deepEqual(
+      events.slice(2).map((e) => e.decision),
+      refused.decisions,
+    );
     assert.ok((events[2]?.decision?.retryAfterMs ?? 0) > 0);
     assert.equal(events[3]?.decision?.retryAfterMs, 0);
+    // stats() counts calls: each takeAll once.
+    const stats = limiter.stats();
+    assert.deepEqual([stats.allowed, stats.limited, stats.peeks, stats.resets], [1, 1, 1, 1]);
+  });
+
+  it('takeAll refused by the denial cache: limited on the held item only, cached on every item', async () => {
+    const metrics = new Recording();
+    const limiter = new RateLimiter({ store: new MemoryStore(), metrics });
+    const items = [
+      { scope: { tenant: 'acme' }, policy: hourly },
+      { scope, policy: orders },
+    ];
+    assert.equal((await limiter.takeAll(items)).allowed, true); // orders: 0 left, now held
+    const refused = await limiter.takeAll(items);
+    assert.equal(refused.cached, true);
+    assert.deepEqual(
+      metrics.decisions.slice(2).map((e) => [e.outcome, e.policy, e.cached, e.latencyMs]),
+      [
+        ['not_charged', 'hourly', true, 0],
+        ['limited', 'orders', true, 0],
+      ],
+    );
+    const stats = limiter.stats();
+    assert.deepEqual([stats.allowed, stats.limited, stats.cachedDenials], [1, 1, 1]);
   });
 
   it('invalid and overload: reported once, with no round trip', async () => {

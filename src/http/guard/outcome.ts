@@ -5,6 +5,7 @@
  * the shadow header), or a refusal.
  */
 import { observe } from '../../observer.js';
+import { refused } from '../../refused.js';
 import type { Decision } from '../../types.js';
 import { type HeaderOptions, type QuotaReport, rateLimitHeaderList } from '../core.js';
 import type { ResolvedLimit } from '../limits.js';
@@ -151,8 +152,8 @@ function rateLimitFields(
       limit: limit.policy.limit,
       quotaWindowMs: limit.policy.quotaWindowMs,
       policy: limit.policy,
-      // A cached refusal evaluated only the policies it held (those that must wait).
-      ...(cached && decision.retryAfterMs === 0 ? {} : { decision }),
+      // A cached refusal evaluated only the policies it held (those that refused).
+      ...(cached && !refused(decision) ? {} : { decision }),
     };
   });
   return rateLimitHeaderList(reports, options);

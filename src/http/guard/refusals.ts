@@ -7,6 +7,7 @@
  * is sent.
  */
 import { observerFailed } from '../../observer.js';
+import { refused } from '../../refused.js';
 import type { Decision } from '../../types.js';
 import {
   type HttpResponseSpec,
@@ -27,9 +28,9 @@ export function limitedRefusal<Req>(
   bound: number,
   rateLimit: Readonly<Record<string, string>>,
 ): HttpResponseSpec {
-  // A refusal's violators: every policy that must wait (a refused takeAll reports the
-  // policies that would have fitted with no wait).
-  const violated = names.filter((_, i) => (decisions[i] as Decision).retryAfterMs > 0);
+  // A refusal's violators: the policies that refused (see refused.ts), the rule the
+  // decision events use too.
+  const violated = names.filter((_, i) => refused(decisions[i] as Decision));
   const binding = decisions[bound] as Decision;
   const own = limitedResponse(binding, violated);
   return shape(
