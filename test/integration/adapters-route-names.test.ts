@@ -96,10 +96,11 @@ const ADAPTERS: Record<string, (limiter: RateLimiter) => Promise<string>> = {
       identify: (request) => tenantOf(request.headers['x-test-tenant'] as string),
     });
     await app.register(
-      async (v2) => {
+      (v2, _options, done) => {
         v2.post('/orders', { config: { rateLimit: settings } }, async (_req, reply) =>
           reply.code(201).send({}),
         );
+        done();
       },
       { prefix: '/v2' },
     );
