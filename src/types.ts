@@ -35,6 +35,7 @@ export interface Scope {
  * - `remaining`: units that could still pass now, after this decision, an integer in
  *   `[0, limit]` — in the current window (fixed window), in the sliding window (log,
  *   counter: by the weighted estimate), whole tokens (token bucket), the burst left (GCRA).
+ *   A `peek` consumes nothing: its `remaining` is the units left now, before its cost.
  * - `limit`: the policy's limit (the capacity of a token bucket, the burst of a GCRA).
  * - `resetMs`: ms until the scope is back to a clean state: the window ends (fixed window;
  *   0 when there is none, e.g. a denied oversize cost on a fresh scope), the window holds

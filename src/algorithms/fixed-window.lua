@@ -17,7 +17,8 @@
 --
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
 --   allowed       1 = admitted and counted, 0 = denied and nothing written
---   remaining     units still admissible in this window, clamped to [0, limit]
+--   remaining     units still admissible in this window, clamped to [0, limit]; dry and
+--                 admitted (a peek), the units admissible now, the cost not taken
 --   resetMs       milliseconds until the window ends (0 when no window exists)
 --   retryAfterMs  0 when admitted; when denied, ms until the same cost fits: resetMs + 1,
 --                 because Redis expires a key only once its expiry time has passed;
@@ -63,7 +64,8 @@ if not used then
     return { 0, limit, 0, -1 } -- can never fit: write nothing
   end
   -- The first take starts the window: counter and TTL in one command.
-  if not dry then redis.call('SET', key, cost, 'PX', window) end
+  if dry then return { 1, limit, window, 0 } end
+  redis.call('SET', key, cost, 'PX', window)
   return { 1, limit - cost, window, 0 }
 end
 
@@ -81,5 +83,6 @@ if used + cost > limit then
   return { 0, limit - used, ttl, retry }
 end
 
-if not dry then redis.call('INCRBY', key, cost) end
+if dry then return { 1, limit - used, ttl, 0 } end
+redis.call('INCRBY', key, cost)
 return { 1, limit - used - cost, ttl, 0 }

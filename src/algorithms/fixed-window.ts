@@ -89,7 +89,8 @@ export const fixedWindowTwin: Twin = (state, key, args, { dry, probe }) => {
   }
   if (used === undefined) {
     if (cost > limit) return [0, limit, 0, -1];
-    if (!dry) state.set(key, 'string', cost, window);
+    if (dry) return [1, limit, window, 0];
+    state.set(key, 'string', cost, window);
     return [1, limit - cost, window, 0];
   }
   let ttl = state.pttl(key);
@@ -98,6 +99,7 @@ export const fixedWindowTwin: Twin = (state, key, args, { dry, probe }) => {
     if (!dry) state.pexpire(key, window);
   }
   if (used + cost > limit) return [0, limit - used, ttl, cost > limit ? -1 : ttl + 1];
-  if (!dry) state.update(key, used + cost);
+  if (dry) return [1, limit - used, ttl, 0];
+  state.update(key, used + cost);
   return [1, limit - used - cost, ttl, 0];
 };

@@ -16,7 +16,8 @@
 -- ARGV[3]  cost      units this take needs, integer >= 1
 --
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
---   remaining     units admissible now after this decision
+--   remaining     units admissible now after this decision; dry and admitted (a peek),
+--                 the units admissible now, the cost not taken
 --   resetMs       ms until both windows are empty (the end of the next window)
 --   retryAfterMs  0 when admitted; when denied, ms until `cost` fits absent other traffic;
 --                 -1 when cost > limit, which can never fit
@@ -142,12 +143,11 @@ if room < cost * window then
   return { 0, remaining, real(reset, 0), real(math.max(retry, 1), 1) }
 end
 
-current = current + cost
 -- The count matters until the end of the next window (at most one horizon from now, also
 -- when now stands still ahead of the clock).
 ttl = math.min((index + 2) * window - now, horizon)
-if not dry then
-  redis.call('HSET', key, 'w', string.format('%d', index), 'c', current, 'p', previous)
-  redis.call('PEXPIRE', key, ttl)
-end
+if dry then return { 1, remaining, real(2 * window - elapsed, 0), 0 } end
+current = current + cost
+redis.call('HSET', key, 'w', string.format('%d', index), 'c', current, 'p', previous)
+redis.call('PEXPIRE', key, ttl)
 return { 1, floor_div(room - cost * window, window), real(2 * window - elapsed, 0), 0 }

@@ -146,6 +146,7 @@ export const slidingWindowCounterTwin: Twin = (state, key, args, { dry, probe })
     return [0, remaining, real(reset, 0), real(Math.max(retry, 1), 1)];
   }
   ttl = Math.min((index + 2) * window - now, horizon);
-  if (!dry) state.set(key, 'hash', { w: index, c: current + cost, p: previous }, ttl);
+  if (dry) return [1, remaining, real(2 * window - elapsed, 0), 0];
+  state.set(key, 'hash', { w: index, c: current + cost, p: previous }, ttl);
   return [1, floorDiv(room - cost * window, window), real(2 * window - elapsed, 0), 0];
 };

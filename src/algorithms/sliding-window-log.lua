@@ -29,7 +29,8 @@
 -- ARGV[3]  cost      units this take needs, integer >= 1
 --
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
---   remaining     units admissible now after this decision
+--   remaining     units admissible now after this decision; dry and admitted (a peek),
+--                 the units admissible now, the cost not taken
 --   resetMs       ms until the window holds nothing (the newest entry leaves)
 --   retryAfterMs  0 when admitted; when denied, ms until enough old entries have left for
 --                 `cost` to fit; -1 when cost > limit, which can never fit
@@ -183,10 +184,9 @@ if count + cost > limit then
   return { 0, math.max(limit - count, 0), real(reset, 0), real(wait, 1) }
 end
 
-if not dry then
-  redis.call('ZADD', key, string.format('%d', now), string.format('%016d:%d', total + cost, cost))
-  -- The newest entry leaves the window `window` from now (later, if now stands ahead of the
-  -- clock: the key still expires within one window).
-  redis.call('PEXPIRE', key, window)
-end
+if dry then return { 1, limit - count, window, 0 } end
+redis.call('ZADD', key, string.format('%d', now), string.format('%016d:%d', total + cost, cost))
+-- The newest entry leaves the window `window` from now (later, if now stands ahead of the
+-- clock: the key still expires within one window).
+redis.call('PEXPIRE', key, window)
 return { 1, limit - count - cost, window, 0 }

@@ -19,7 +19,8 @@
 -- ARGV[4]  cost              tokens this take needs, integer >= 1
 --
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
---   remaining     whole tokens left after this decision
+--   remaining     whole tokens left after this decision; dry and admitted (a peek), the
+--                 whole tokens there now, the cost not taken
 --   resetMs       ms until the bucket is full again
 --   retryAfterMs  0 when admitted; when denied, ms until `cost` tokens are there;
 --                 -1 when cost > capacity, which can never fit
@@ -119,11 +120,11 @@ if cost > capacity or scaled < need then
   return { 0, floor_div(scaled, interval), real(reset, 0), retry }
 end
 
+local left = floor_div(scaled, interval) -- whole tokens now
 scaled = scaled - need
 reset = ceil_div(full - scaled, rate) + lag
 ttl = math.min(math.max(reset, 1), horizon)
-if not dry then
-  redis.call('HSET', key, 's', string.format('%d', scaled), 't', string.format('%d', stamp))
-  redis.call('PEXPIRE', key, ttl)
-end
+if dry then return { 1, left, real(reset, 0), 0 } end
+redis.call('HSET', key, 's', string.format('%d', scaled), 't', string.format('%d', stamp))
+redis.call('PEXPIRE', key, ttl)
 return { 1, floor_div(scaled, interval), real(reset, 0), 0 }

@@ -1,7 +1,7 @@
 /**
- * `sluice inspect`: for each limit of a route for a tenant, what a take would decide now
- * (`peek`, consuming nothing and writing nothing), the Redis key of its scope and the key's
- * PTTL.
+ * `sluice inspect`: for each limit of a route for a tenant, the units left now and what a take
+ * of the given cost would decide now (`peek`, consuming nothing and writing nothing), the
+ * Redis key of its scope and the key's PTTL.
  */
 import { describePolicy } from '../config/index.js';
 import type { Decision } from '../types.js';
@@ -23,7 +23,7 @@ export interface InspectOptions extends ScopeOptions {
   readonly cost?: number;
 }
 
-/** `sluice inspect`: what a take would decide for each limit, its key and PTTL. */
+/** `sluice inspect`: the units left and what a take would decide for each limit, its key and PTTL. */
 export async function inspect(options: InspectOptions): Promise<number> {
   const config = await readConfig(options.config);
   return withSession(config, options, async (session) => {
@@ -78,6 +78,7 @@ function printInspectJson(session: Session, state: PeekedState, options: Inspect
         scope: t.scope,
         key: t.key,
         exists: (ttls[i] as number) !== -2,
+        fresh: isFresh(decisions[i] as Decision, ttls[i] as number),
         pttlMs: ttls[i],
         decision: decisions[i],
       })),
@@ -97,7 +98,9 @@ function printInspectText(session: Session, state: PeekedState, options: Inspect
   targets.forEach((t, i) => {
     print('');
     print(`${t.name}  ${describePolicy(t.policy)}, ${scopeWords(t.per)}`);
-    print(`  a take now  ${decisionWords(decisions[i] as Decision, cost)}`);
+    const decision = decisions[i] as Decision;
+    print(`  left now    ${leftWords(decision, ttls[i] as number)}`);
+    print(`  a take now  ${decisionWords(decision, cost)}`);
     print(`  key         ${t.key}`);
     print(`  PTTL        ${ttlWords(ttls[i] as number)}`);
   });
@@ -112,13 +115,27 @@ function printInspectText(session: Session, state: PeekedState, options: Inspect
   );
 }
 
+/**
+ * No state: the scope has no key and the peek found the whole quota left (a key that expired
+ * between the peek and the PTTL read is not called fresh).
+ */
+function isFresh(d: Decision, pttl: number): boolean {
+  return pttl === -2 && d.remaining === d.limit;
+}
+
+function leftWords(d: Decision, pttl: number): string {
+  const left = `${count(d.remaining)} of ${count(d.limit)}`;
+  return isFresh(d, pttl) ? `no state: a fresh quota, ${left} left` : left;
+}
+
 function decisionWords(d: Decision, cost: number): string {
   if (d.allowed) {
-    const reset = d.resetMs > 0 ? `, clean again in ${duration(d.resetMs)}` : '';
-    return `allowed, ${count(d.remaining)} of ${count(d.limit)} left after it${reset}`;
+    // A peek's resetMs when admitted: when the scope would be clean again after that take.
+    const reset = d.resetMs > 0 ? `, clean again ${duration(d.resetMs)} after it` : '';
+    return `allowed${reset}`;
   }
   if (!Number.isFinite(d.retryAfterMs)) {
     return `refused: a cost of ${cost} is more than this policy can ever admit`;
   }
-  return `refused, ${count(d.remaining)} of ${count(d.limit)} left, retry in ${duration(d.retryAfterMs)}`;
+  return `refused, retry in ${duration(d.retryAfterMs)}`;
 }

@@ -5,7 +5,7 @@
  *   sluice demo [--json]                 three replicas share one quota (src/demo/run.ts)
  *   sluice bench [...]                   the benchmark harness of a source checkout
  *   sluice inspect --config F --route R --tenant T [--user U]
- *                                        each limit's would-be decision, key and PTTL (reads only)
+ *                                        each limit's units left, would-be decision, key, PTTL (reads only)
  *   sluice reset --config F --route R --tenant T [--user U] [--policy N] [--yes]
  *                                        deletes exactly that scope's state, once confirmed
  *   sluice stats [--namespace N]         live keys per namespace and algorithm, memory, eviction
@@ -62,7 +62,8 @@ Exit status: the harness's; 2 on a usage error or outside a source checkout.`;
 const INSPECT_HELP = `
 For each limit of the route for that tenant — its own override, else its plan's (its own
 plan, else defaultPlan), else the route's, exactly as the route's guard decides — prints
-what a take would decide now (limiter.peek: consumes nothing, writes nothing), the Redis
+the units left now ("no state: a fresh quota" when the scope has none) and whether a take
+of --cost would be admitted now (limiter.peek: consumes nothing, writes nothing), the Redis
 key of the limit's scope and the key's PTTL. Limits counted per user need --user.
 ${REDIS_HELP}
 
@@ -237,7 +238,7 @@ function addInspect(sluice: Command, run: Runner): void {
       sluice
         .command('inspect')
         .description(
-          'what a take would decide for each limit of a route and tenant, its key and PTTL',
+          'the units left and what a take would decide for each limit of a route and tenant, its key and PTTL',
         ),
     ).addOption(
       new Option('--cost <n>', 'units of the take (default: the route’s cost)').argParser(

@@ -161,10 +161,28 @@ export class RateLimiter {
   }
 
   /**
-   * The decision `take(scope, policy, options)` would get now, made by the same script on
-   * Redis, consuming and writing nothing (not even a repair of foreign state). For
-   * inspection and for "check only" callers; a later take may decide differently.
+   * The state of `scope` under `policy` now, and whether `take(scope, policy, options)` would
+   * be admitted now, decided by the same script on Redis, consuming and writing nothing (not
+   * even a repair of foreign state). For inspection and for "check only" callers; a later take
+   * may decide differently.
    *
+   * The decision's fields, for every policy:
+   * - `remaining`: the units left now, before any take — what the last take's answer reported
+   *   when nothing changed since (a refill, a window boundary or entries leaving the window
+   *   can raise it); `limit` on a scope without state (or with foreign state, which a take
+   *   would clear).
+   * - `allowed`: a take of `cost` (default 1) would be admitted now.
+   * - `retryAfterMs`: 0 when it would; else the ms until it would, absent other traffic
+   *   (`Infinity` when `cost` is larger than the policy can ever admit), as a take's denial.
+   * - `resetMs`: when admitted, the `resetMs` that take would report (when the scope would be
+   *   clean again after it); when refused, the ms until the scope is clean, as a denial.
+   *
+   * A scope whose denial is held in the local denial cache is answered from it, without a
+   * Redis call, as a take would be: `allowed: false`, `remaining: 0` (the cache holds a
+   * denial only while no unit is left), the cached `resetMs` and `retryAfterMs`. A peek never
+   * adds a denial to the cache when it would be admitted.
+   *
+   * @returns the decision described above, the {@link Decision} shape of a take.
    * @throws the errors of {@link take}.
    */
   peek(scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {

@@ -105,6 +105,19 @@ async function snapshot(admin: Client): Promise<Map<string, string>> {
   return out;
 }
 
+/**
+ * `snap` without the keys whose expiry time (PEXPIRETIME, in a {@link snapshot} entry) is
+ * `at` or earlier: a key that expired on its own is not one a command deleted.
+ */
+function liveAt(snap: Map<string, string>, at: number): Map<string, string> {
+  return new Map(
+    [...snap].filter(([, entry]) => {
+      const expiresAt = Number(entry.slice(entry.lastIndexOf('@') + 1));
+      return expiresAt < 0 || expiresAt > at;
+    }),
+  );
+}
+
 /** The scope a limit counts on (as the guard builds it). */
 function scopeOf(per: string, tenant: string, route: string, user: string): Scope {
   if (per === 'tenant') return { tenant };
@@ -167,10 +180,12 @@ describe('sluice inspect', () => {
       text.stdout,
       /^POST\/orders for tenant "globex", user "bob": no plan; limits from routes\["POST\/orders"\]/,
     );
+    // The units left now (5 − 2 spent), then what a take of 1 would decide.
     assert.match(
       text.stdout,
-      /burst {2}fixed-window, 5 per 60 s, per route\n {2}a take now {2}allowed, 2 of 5 left after it/,
+      /burst {2}fixed-window, 5 per 60 s, per route\n {2}left now {4}3 of 5\n {2}a take now {2}allowed, clean again [0-9.]+ s after it\n/,
     );
+    assert.match(text.stdout, /hourly {2}[^\n]*\n {2}left now {4}48 of 50\n/);
     assert.match(text.stdout, /A request now would be admitted: every limit admits it\./);
 
     assert.equal(asJson.code, 0, asJson.stderr);
@@ -191,9 +206,19 @@ describe('sluice inspect', () => {
         `${limit.name} ${limit.pttlMs}`,
       );
     }
-    // A peek is the take it would be: 5 − 2 spent − 1 = 2 left after it.
-    assert.equal(report.limits[0].decision.remaining, 2);
-    assert.equal(report.limits[1].decision.remaining, 47);
+    // The units left now: 5 − 2 spent, 50 − 2 spent; the scopes have state.
+    assert.deepEqual(
+      report.limits.map((l: { decision: { remaining: number; allowed: boolean } }) => [
+        l.decision.remaining,
+        l.decision.allowed,
+      ]),
+      [
+        [3, true],
+        [48, true],
+        [95, true], // the tenant-wide api: 2 orders and 3 searches spent
+      ],
+    );
+    for (const limit of report.limits) assert.equal(limit.fresh, false, limit.name);
 
     // acme is on plan pro: its limits are the plan's.
     const pro = json(acme);
@@ -221,14 +246,62 @@ describe('sluice inspect', () => {
     );
   });
 
+  it('a scope without state says so: no state, a fresh quota, every unit left; a cost above what is left is refused', async () => {
+    const admin = await redis.admin();
+    const before = await snapshot(admin);
+    const base = ['inspect', '--config', file, '--route', 'POST/orders', '--tenant', 'hooli-fresh'];
+    const [text, asJson, big] = await Promise.all([
+      sluice([...base, '--user', 'nobody', ...url()]),
+      sluice([...base, '--user', 'nobody', '--json', ...url()]),
+      sluice([...base, '--user', 'nobody', '--cost', '6', '--json', ...url()]),
+    ]);
+    assert.deepEqual(await snapshot(admin), before, 'no key written');
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(
+      text.stdout,
+      /burst {2}fixed-window, 5 per 60 s, per route\n {2}left now {4}no state: a fresh quota, 5 of 5 left\n {2}a take now {2}allowed, clean again 60 s after it\n {2}key {9}rate:\{[0-9a-f]{32}\}:fw\.[0-9a-f]{16}:[0-9a-f]{32}\n {2}PTTL {8}no key \(no state: a fresh quota\)\n/,
+    );
+    assert.match(text.stdout, /left now {4}no state: a fresh quota, 50 of 50 left\n/);
+    assert.match(text.stdout, /left now {4}no state: a fresh quota, 100 of 100 left\n/);
+    assert.match(text.stdout, /A request now would be admitted: every limit admits it\./);
+
+    const report = json(asJson);
+    assert.equal(report.allowed, true);
+    for (const limit of report.limits) {
+      assert.deepEqual(
+        [limit.exists, limit.fresh, limit.decision.allowed, limit.decision.remaining],
+        [false, true, true, limit.limit],
+        limit.name,
+      );
+      assert.equal(limit.decision.retryAfterMs, 0, limit.name);
+    }
+
+    // A cost of 6: more than the burst limit of 5 can ever admit, within the others.
+    const refused = json(big);
+    assert.equal(refused.allowed, false);
+    assert.deepEqual(
+      refused.limits.map((l: { decision: { allowed: boolean; remaining: number } }) => [
+        l.decision.allowed,
+        l.decision.remaining,
+      ]),
+      [
+        [false, 5],
+        [true, 50],
+        [true, 100],
+      ],
+    );
+    assert.equal(refused.limits[0].decision.retryAfterMs, null, 'never fits (Infinity)');
+  });
+
   it('a denial is shown (and spends nothing); limits per user need --user; an unknown route is exit 1', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     await spend(limiter, 'POST/orders', 'initech', 'eve', 5);
     const admin = await redis.admin();
     const before = await snapshot(admin);
     const base = ['inspect', '--config', file, '--tenant', 'initech', ...url()];
-    const [denied, noUser, noRoute] = await Promise.all([
+    const [denied, deniedText, noUser, noRoute] = await Promise.all([
       sluice([...base, '--route', 'POST/orders', '--user', 'eve', '--json']),
+      sluice([...base, '--route', 'POST/orders', '--user', 'eve']),
       sluice([...base, '--route', 'POST/orders']),
       sluice([...base, '--route', 'POST/nope', '--json']),
     ]);
@@ -237,6 +310,16 @@ describe('sluice inspect', () => {
     assert.equal(report.allowed, false);
     assert.equal(report.limits[0].decision.allowed, false);
     assert.ok(report.limits[0].decision.retryAfterMs > 0);
+    assert.equal(report.limits[0].decision.remaining, 0);
+    assert.equal(report.limits[0].fresh, false);
+    assert.match(
+      deniedText.stdout,
+      /burst {2}[^\n]*\n {2}left now {4}0 of 5\n {2}a take now {2}refused, retry in [0-9.]+ s\n/,
+    );
+    assert.match(
+      deniedText.stdout,
+      /A request now would be refused by burst \(and spend nothing\)\./,
+    );
     assert.equal(noUser.code, 2);
     assert.match(noUser.stderr, /--user is needed: "hourly" counts per user on this route/);
     assert.equal(noRoute.code, 1);
@@ -280,9 +363,15 @@ describe('sluice reset', () => {
     const after = await snapshot(admin);
     const hourly = mine.get('hourly') as string;
     assert.equal(after.has(hourly), false);
+    // Every other key is as it was (keys of earlier tests may have expired meanwhile).
+    const seenAt = Date.now();
     assert.deepEqual(
-      new Map([...before].filter(([key]) => key !== hourly && !key.endsWith(':reset-epoch'))),
-      new Map([...after].filter(([key]) => !key.endsWith(':reset-epoch'))),
+      new Map(
+        [...liveAt(before, seenAt)].filter(
+          ([key]) => key !== hourly && !key.endsWith(':reset-epoch'),
+        ),
+      ),
+      new Map([...liveAt(after, seenAt)].filter(([key]) => !key.endsWith(':reset-epoch'))),
     );
     // The reset epoch changed: every limiter's denial cache follows.
     assert.notEqual(after.get('rate:reset-epoch'), undefined);

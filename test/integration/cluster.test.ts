@@ -143,12 +143,12 @@ function deniedAfter(load: Load, label: string, at: number): boolean {
 }
 
 /**
- * Asserts that a peek (the decision a take of cost 1 would get now) shows `used` of `limit`
- * spent: its `remaining` is what would be left after that take.
+ * Asserts that a peek (of cost 1) shows `used` of `limit` spent: its `remaining` is what is
+ * left now, and it admits while something is.
  */
 function assertUsed(peek: Decision, limit: number, used: number, what: string): void {
   assert.equal(peek.allowed, used < limit, what);
-  if (used < limit) assert.equal(peek.remaining, limit - used - 1, what);
+  assert.equal(peek.remaining, limit - used, what);
 }
 
 for (const [name, connect] of Object.entries(CLIENTS)) {

@@ -51,9 +51,6 @@ const POLICIES: Record<string, (limit: number, windowMs: number) => Policy> = {
   GCRA: (limit, windowMs) => gcra({ limit, periodMs: windowMs, burst: limit, version: 'conf' }),
 };
 
-/** Units left now, from a peek of cost 1 (which tells what that take would leave). */
-const unitsLeft = (peeked: Decision) => peeked.remaining + (peeked.allowed ? 1 : 0);
-
 /** A connected ioredis client as sluice requires it (no offline queue), as `options.client`. */
 async function ioredisClient(): Promise<RateLimiterOptions['client']> {
   const client = new Redis({
@@ -150,49 +147,55 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
         assert.equal((await limiter.take(scope, policy)).allowed, true);
       });
 
-      it('peek gives what the following take gives, and consumes nothing', async () => {
+      it('peek tells the units left now and what the following take decides, and consumes nothing', async () => {
         const [limiter] = (await makeLimiters()) as [RateLimiter];
         const policy = policyOf(10, 600_000);
         const scope = { tenant: randomTenant(), route };
         const started = Date.now();
-        /** The peek and the take agree; times may differ by the time between them. */
-        const same = (peeked: Decision, taken: Decision, what: string) => {
+        /**
+         * `later` (a peek or a take of `cost`, 0 for a peek) agrees with the peek before it: the
+         * same admission, the units the peek saw less what `later` took; times may differ by the
+         * time between them.
+         */
+        const same = (peeked: Decision, later: Decision, cost: number, what: string) => {
           const slack = Date.now() - started + 1;
+          const taken = peeked.allowed ? cost : 0;
           assert.deepEqual(
-            [taken.allowed, taken.remaining, taken.limit],
-            [peeked.allowed, peeked.remaining, peeked.limit],
+            [later.allowed, later.remaining, later.limit],
+            [peeked.allowed, peeked.remaining - taken, peeked.limit],
             what,
           );
-          assert.ok(Math.abs(taken.resetMs - peeked.resetMs) <= slack, `${what}: resetMs`);
+          assert.ok(Math.abs(later.resetMs - peeked.resetMs) <= slack, `${what}: resetMs`);
           if (Number.isFinite(peeked.retryAfterMs)) {
             assert.ok(
-              Math.abs(taken.retryAfterMs - peeked.retryAfterMs) <= slack,
-              `${what}: retryAfterMs ${peeked.retryAfterMs} then ${taken.retryAfterMs}`,
+              Math.abs(later.retryAfterMs - peeked.retryAfterMs) <= slack,
+              `${what}: retryAfterMs ${peeked.retryAfterMs} then ${later.retryAfterMs}`,
             );
-          } else assert.equal(taken.retryAfterMs, Infinity, `${what}: retryAfterMs`);
+          } else assert.equal(later.retryAfterMs, Infinity, `${what}: retryAfterMs`);
         };
-        // A fresh scope: a peek admits, and admits again (nothing was consumed).
+        // A fresh scope: the whole quota is left; a peek admits, and admits again (nothing
+        // was consumed).
         const fresh = await limiter.peek(scope, policy, { cost: 3 });
-        assert.deepEqual([fresh.allowed, fresh.remaining], [true, 7]);
-        same(await limiter.peek(scope, policy, { cost: 3 }), fresh, 'peek twice');
-        same(fresh, await limiter.take(scope, policy, { cost: 3 }), 'take 3 after its peek');
-        // Partly used: admitted, then denied (cost above what is left), then never fits.
-        for (const [cost, allowed] of [
-          [4, true],
-          [5, false],
-          [11, false],
+        assert.deepEqual([fresh.allowed, fresh.remaining], [true, 10]);
+        same(fresh, await limiter.peek(scope, policy, { cost: 3 }), 0, 'peek twice');
+        same(fresh, await limiter.take(scope, policy, { cost: 3 }), 3, 'take 3 after its peek');
+        // Partly used (7 left): admitted, then denied (cost above what is left), then never fits.
+        for (const [cost, allowed, left] of [
+          [4, true, 7],
+          [5, false, 3],
+          [11, false, 3],
         ] as const) {
           const peeked = await limiter.peek(scope, policy, { cost });
-          assert.equal(peeked.allowed, allowed, `peek ${cost}`);
-          same(peeked, await limiter.peek(scope, policy, { cost }), `peek ${cost} twice`);
-          same(peeked, await limiter.take(scope, policy, { cost }), `take ${cost} after its peek`);
+          assert.deepEqual([peeked.allowed, peeked.remaining], [allowed, left], `peek ${cost}`);
+          same(peeked, await limiter.peek(scope, policy, { cost }), 0, `peek ${cost} twice`);
+          same(peeked, await limiter.take(scope, policy, { cost }), cost, `take ${cost} after it`);
         }
         // Used up: the peek denies as the take does.
         assert.equal((await limiter.take(scope, policy, { cost: 3 })).remaining, 0);
         const last = await limiter.peek(scope, policy);
         assert.deepEqual([last.allowed, last.remaining], [false, 0]);
         assert.ok(last.retryAfterMs > 0 && Number.isFinite(last.retryAfterMs));
-        same(last, await limiter.take(scope, policy), 'take 1 when used up');
+        same(last, await limiter.take(scope, policy), 1, 'take 1 when used up');
       });
 
       it('takeAll of a tenant-wide and a per-route limit is all or nothing: 30 concurrent over 3 limiters, 10 each → exactly 10', async () => {
@@ -224,10 +227,10 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
           }
         }
         const [limiter] = limiters as [RateLimiter];
-        assert.equal(unitsLeft(await limiter.peek({ tenant }, policy)), 0);
+        assert.equal((await limiter.peek({ tenant }, policy)).remaining, 0);
         // The refused calls took nothing from their routes: 10 taken from 2 × 10.
         const left = await Promise.all(
-          routes.map(async (r) => unitsLeft(await limiter.peek({ tenant, route: r }, policy))),
+          routes.map(async (r) => (await limiter.peek({ tenant, route: r }, policy)).remaining),
         );
         const [a = 0, b = 0] = left;
         assert.equal(a + b, 10, `per-route remaining ${left}`);
@@ -248,8 +251,8 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
         );
         assert.equal(results.filter((r) => r.allowed).length, 10);
         const [limiter] = limiters as [RateLimiter];
-        assert.equal(unitsLeft(await limiter.peek({ tenant }, wide)), 10);
-        assert.equal(unitsLeft(await limiter.peek({ tenant, route }, perRoute)), 0);
+        assert.equal((await limiter.peek({ tenant }, wide)).remaining, 10);
+        assert.equal((await limiter.peek({ tenant, route }, perRoute)).remaining, 0);
       });
 
       it('reset: true, then false (nothing left), and the next take starts afresh', async () => {

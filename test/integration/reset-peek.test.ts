@@ -100,45 +100,66 @@ const pick = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, lim
 for (const [storeName, makeStore] of Object.entries(STORES)) {
   for (const [policyName, policyOf] of Object.entries(POLICIES)) {
     describe(`peek and reset: ${policyName} on ${storeName}`, () => {
-      it('peek is the decision a take would get, and writes nothing', async () => {
+      it('peek reports the units left now and whether a take of its cost fits; it writes nothing', async () => {
         const store = await makeStore();
         // No denial cache: every peek and take here is decided by the store.
         const limiter = await store.limiter({ denialCache: false });
-        const policy = policyOf(3, 60_000);
+        // An hour: a refill, a window boundary or an entry leaving cannot change a count of
+        // units during the test.
+        const policy = policyOf(5, 3_600_000);
         const scope: Scope = { tenant: randomTenant(), route };
         const key = limiter.keyOf(scope, policy);
 
-        // A fresh scope: the peek creates no key.
+        // A fresh scope: the whole quota is left, and the peek creates no key.
         const sizeBefore = store.size?.();
         const fresh = await limiter.peek(scope, policy);
-        assert.deepEqual(pick(fresh), { allowed: true, remaining: 2, limit: 3 });
+        assert.deepEqual(pick(fresh), { allowed: true, remaining: 5, limit: 5 });
         assert.equal(fresh.retryAfterMs, 0);
+        const whole = await limiter.peek(scope, policy, { cost: 5 });
+        assert.deepEqual(pick(whole), { allowed: true, remaining: 5, limit: 5 }, 'cost 5 fits');
         if (store.snapshot) assert.equal(await store.snapshot(key), null, 'no key after a peek');
         if (store.size) assert.equal(store.size(), sizeBefore, 'no key after a peek');
-        // Peeks consume nothing: the take after two peeks decides as they said.
-        assert.deepEqual(pick(await limiter.peek(scope, policy)), pick(fresh));
-        assert.deepEqual(pick(await limiter.take(scope, policy)), pick(fresh));
 
-        for (let n = 2; n <= 4; n++) {
+        for (let k = 1; k <= 5; k++) {
+          const taken = await limiter.take(scope, policy);
+          // Peeks consume nothing: every take is admitted, one unit less each time.
+          assert.deepEqual(pick(taken), { allowed: true, remaining: 5 - k, limit: 5 }, `take ${k}`);
+          const left = taken.remaining;
           const before = await store.snapshot?.(key);
+          // What the k-th take reported is what a peek reports now.
           const peeked = await limiter.peek(scope, policy);
-          const peekedTwo = await limiter.peek(scope, policy, { cost: 2 });
-          const peekedHuge = await limiter.peek(scope, policy, { cost: 4 });
+          assert.deepEqual(pick(peeked), { allowed: left >= 1, remaining: left, limit: 5 });
+          if (left >= 1) assert.equal(peeked.retryAfterMs, 0, `after take ${k}`);
+          if (left >= 1) {
+            // Exactly what is left fits.
+            const exact = await limiter.peek(scope, policy, { cost: left });
+            assert.deepEqual(pick(exact), { allowed: true, remaining: left, limit: 5 });
+            assert.equal(exact.retryAfterMs, 0);
+          }
+          // One unit more than is left: refused, with the wait until it fits.
+          const over = await limiter.peek(scope, policy, { cost: left + 1 });
+          assert.deepEqual(pick(over), { allowed: false, remaining: left, limit: 5 }, `k ${k}`);
+          assert.ok(
+            over.retryAfterMs > 0 && over.retryAfterMs <= policy.horizonMs + 1,
+            `after take ${k}: retryAfterMs ${over.retryAfterMs} for cost ${left + 1}`,
+          );
+          // More than the policy can ever admit.
+          const huge = await limiter.peek(scope, policy, { cost: 6 });
+          assert.deepEqual(pick(huge), { allowed: false, remaining: left, limit: 5 });
+          assert.equal(huge.retryAfterMs, Number.POSITIVE_INFINITY);
           if (store.snapshot) {
             assert.notEqual(before, null);
-            assert.deepEqual(await store.snapshot(key), before, `take ${n}: a peek wrote`);
+            assert.deepEqual(await store.snapshot(key), before, `after take ${k}: a peek wrote`);
           }
-          assert.equal(peekedHuge.allowed, false);
-          assert.equal(peekedHuge.retryAfterMs, Number.POSITIVE_INFINITY);
-          const taken = await limiter.take(scope, policy);
-          assert.deepEqual(pick(peeked), pick(taken), `take ${n}`);
-          assert.equal(peeked.retryAfterMs === 0, taken.retryAfterMs === 0, `take ${n}`);
-          if (n === 2) assert.equal(peekedTwo.allowed, true, 'cost 2 fitted before take 2');
-          if (n >= 3) assert.equal(peekedTwo.allowed, false, `cost 2 did not fit before take ${n}`);
         }
+        // Used up: the take is refused as the peek said, with the peek's wait.
+        const last = await limiter.peek(scope, policy);
+        const refused = await limiter.take(scope, policy);
+        assert.deepEqual(pick(refused), pick(last));
+        assert.ok(refused.retryAfterMs > 0 && refused.retryAfterMs <= last.retryAfterMs);
         const stats = limiter.stats();
-        assert.equal(stats.peeks, 2 + 3 * 3);
-        assert.equal(stats.allowed + stats.limited, 4, 'peeks are not counted as takes');
+        assert.equal(stats.peeks, 2 + 4 * 4 + 3 + 1);
+        assert.equal(stats.allowed + stats.limited, 6, 'peeks are not counted as takes');
       });
 
       it('reset resolves true when state existed, false when not; the next take starts afresh', async () => {
@@ -155,8 +176,9 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
         if (store.snapshot) assert.equal(await store.snapshot(limiter.keyOf(scope, policy)), null);
         const d = await limiter.take(scope, policy);
         assert.deepEqual(pick(d), { allowed: true, remaining: 2, limit: 3 });
-        // Only that policy's state went: the other policy on the same scope keeps its count.
-        assert.equal((await limiter.peek(scope, other)).remaining, 1);
+        // Only that policy's state went: the other policy on the same scope keeps its count
+        // (one unit taken, two left).
+        assert.equal((await limiter.peek(scope, other)).remaining, 2);
         assert.equal(await limiter.reset(scope, policy), true);
         assert.equal(await limiter.reset(scope, policy), false, 'already gone');
         assert.equal(limiter.stats().resets, 4);
@@ -263,8 +285,12 @@ describe('peek never repairs state (Redis)', () => {
         before,
         'the peek rewrote it',
       );
+      // The take decides as the peek said: admitted, one unit below what the peek saw left.
       const taken = await limiter.take(scope, policy);
-      assert.deepEqual(pick(taken), pick(peeked));
+      assert.deepEqual(pick(taken), {
+        ...pick(peeked),
+        remaining: peeked.remaining - (admits ? 1 : 0),
+      });
       const pttl = await admin.client.pTTL(key);
       assert.ok(pttl > 0 && pttl <= policy.horizonMs, `PTTL ${pttl} after the take`);
     });
@@ -359,6 +385,44 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
     const cached = b.stats().cachedDenials;
     assert.equal((await b.take({ ...scope, route: 'other' }, policy)).allowed, true);
     assert.equal(b.stats().cachedDenials, cached);
+  });
+});
+
+describe('peek through the local denial cache', () => {
+  it('a held denial answers the peek in process as the store would: refused, nothing left', async () => {
+    const store = new RecordingStore();
+    const limiter = new RateLimiter({ store });
+    const uncached = new RateLimiter({ store: store.inner, denialCache: false });
+    const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'peek-cached' });
+    const scope: Scope = { tenant: randomTenant(), route };
+    assert.deepEqual(pick(await limiter.take(scope, policy)), {
+      allowed: true,
+      remaining: 1,
+      limit: 2,
+    });
+    // The window is full: every take is refused until it ends, which the cache holds.
+    assert.deepEqual(pick(await limiter.take(scope, policy)), {
+      allowed: true,
+      remaining: 0,
+      limit: 2,
+    });
+    for (let i = 0; i < 50 && limiter.stats().cachedDenials === 0; i++) {
+      assert.equal((await limiter.take(scope, policy)).allowed, false);
+      await sleep(5);
+    }
+    assert.ok(limiter.stats().cachedDenials > 0, 'the denial is answered from the cache');
+    const decisions = () => store.calls.filter((c) => c.script !== 'reset-epoch').length;
+    for (const cost of [1, 2, 3]) {
+      const sent = decisions();
+      const peeked = await limiter.peek(scope, policy, { cost });
+      assert.equal(decisions(), sent, `cost ${cost}: answered without a store call`);
+      const fromStore = await uncached.peek(scope, policy, { cost });
+      assert.deepEqual(pick(peeked), pick(fromStore), `cost ${cost}`);
+      assert.deepEqual(pick(peeked), { allowed: false, remaining: 0, limit: 2 });
+      if (cost <= 2) {
+        assert.ok(peeked.retryAfterMs > 0 && peeked.retryAfterMs <= 60_001, `cost ${cost}`);
+      } else assert.equal(peeked.retryAfterMs, Number.POSITIVE_INFINITY);
+    }
   });
 });
 
@@ -474,9 +538,9 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
       assert.deepEqual(pick(user), { allowed: false, remaining: 0, limit: 2 }, 'blocking');
       assert.ok(user.retryAfterMs > 0 && user.retryAfterMs <= 60_001, `${user.retryAfterMs}`);
       assert.equal(refused.retryAfterMs, Math.max(wide.retryAfterMs, user.retryAfterMs));
-      // Nothing consumed: 3 tenant-wide units left (a take would leave 2).
+      // Nothing consumed: 3 tenant-wide units left.
       const peeked = await limiter.peek({ tenant }, tenantWide);
-      assert.deepEqual(pick(peeked), { allowed: true, remaining: 2, limit: 5 });
+      assert.deepEqual(pick(peeked), { allowed: true, remaining: 3, limit: 5 });
 
       for (let n = 1; n <= 2; n++) {
         const r = await limiter.takeAll(items('u2'));
@@ -489,7 +553,7 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
       // Tenant-wide: 1 left.
       assert.deepEqual(pick(await limiter.peek({ tenant }, tenantWide)), {
         allowed: true,
-        remaining: 0,
+        remaining: 1,
         limit: 5,
       });
       assert.equal((await limiter.takeAll(items('u3'))).allowed, true);
@@ -503,9 +567,10 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
       assert.deepEqual(pick(user4), { allowed: false, remaining: 2, limit: 2 });
       assert.equal(user4.retryAfterMs, 0);
       assert.equal(blocked.retryAfterMs, wide4.retryAfterMs);
+      // u4 took nothing: its whole per-user quota is left.
       assert.deepEqual(pick(await limiter.peek({ tenant, user: 'u4' }, perUser)), {
         allowed: true,
-        remaining: 1,
+        remaining: 2,
         limit: 2,
       });
       if (store.snapshot) {
@@ -533,7 +598,8 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
         assert.equal(r.retryAfterMs, (r.decisions[1] as Decision).retryAfterMs);
         await sleep(5);
       }
-      assert.equal((await limiter.peek({ tenant }, tenantWide)).remaining, 3);
+      // One takeAll admitted: 4 of 5 tenant-wide units left.
+      assert.equal((await limiter.peek({ tenant }, tenantWide)).remaining, 4);
     });
   });
 }

@@ -110,9 +110,9 @@ describe('waitForReplicas with a replica that stops answering', () => {
       assert.ok(first.ms < TIMEOUT_MS, `answered in ${first.ms.toFixed(0)} ms`);
 
       // Now a probe at a time: the rest fail at once, and none of them runs.
-      // Units used: a peek answers what a take of cost 1 would leave.
+      // Units used: a peek answers the units left now.
       const counted = () =>
-        limiter.peek({ tenant }, policy).then((d) => policy.limit - d.remaining - 1);
+        limiter.peek({ tenant }, policy).then((d) => policy.limit - d.remaining);
       const probe = timed(limiter, tenant);
       const rest = await Promise.all(
         Array.from({ length: 20 }, async () => {
