@@ -142,13 +142,14 @@ export function glideReplyText(error: unknown): string | undefined {
 export function toSluiceError(error: unknown): Error {
   if (error instanceof SluiceError) return error;
   const reply = glideReplyText(error);
-  if (reply !== undefined) return errorFromReply(reply, error);
+  // The reply as Redis wrote it, with GLIDE's error as its cause: what `errorFromReply` reads.
+  if (reply !== undefined) return errorFromReply(reply, new Error(reply, { cause: error }));
   const message = error instanceof Error ? error.message : String(error);
   // A (re)connection whose handshake Redis refused: GLIDE reports it on each command.
   const refused = REFUSED_HANDSHAKE.exec(message);
   if (refused !== null) {
     const text = refused[3] ?? `${refused[1]} ${refused[2]}`;
-    const config = setupError(Object.assign(new Error(text), { cause: error }));
+    const config = setupError(new Error(text, { cause: error }));
     if (config !== undefined) return config;
   }
   return new UnavailableError(`Redis unavailable: ${message}`, { cause: error });
