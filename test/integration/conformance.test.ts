@@ -183,20 +183,23 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
         assert.deepEqual([all.allowed, all.remaining], [true, 0]);
       });
 
-      clocked?.('case C07: exhaust, then waiting out retryAfterMs (+5 ms) admits again', async () => {
-        const [limiter] = (await makeLimiters()) as [RateLimiter];
-        const policy = policyOf(1, 700);
-        const scope = { tenant: randomTenant(), route };
-        assert.equal((await limiter.take(scope, policy)).allowed, true);
-        const denied = await limiter.take(scope, policy);
-        assert.equal(denied.allowed, false);
-        assert.ok(
-          denied.retryAfterMs > 0 && denied.retryAfterMs <= 1401,
-          `retryAfterMs ${denied.retryAfterMs}`,
-        );
-        await sleep(denied.retryAfterMs + 5);
-        assert.equal((await limiter.take(scope, policy)).allowed, true);
-      });
+      clocked?.(
+        'case C07: exhaust, then waiting out retryAfterMs (+5 ms) admits again',
+        async () => {
+          const [limiter] = (await makeLimiters()) as [RateLimiter];
+          const policy = policyOf(1, 700);
+          const scope = { tenant: randomTenant(), route };
+          assert.equal((await limiter.take(scope, policy)).allowed, true);
+          const denied = await limiter.take(scope, policy);
+          assert.equal(denied.allowed, false);
+          assert.ok(
+            denied.retryAfterMs > 0 && denied.retryAfterMs <= 1401,
+            `retryAfterMs ${denied.retryAfterMs}`,
+          );
+          await sleep(denied.retryAfterMs + 5);
+          assert.equal((await limiter.take(scope, policy)).allowed, true);
+        },
+      );
 
       it('peek gives what the following take gives, and consumes nothing', async () => {
         const [limiter] = (await makeLimiters()) as [RateLimiter];
@@ -313,17 +316,20 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
         assert.deepEqual([fresh.allowed, fresh.remaining, fresh.retryAfterMs], [true, 9, 0]);
       });
 
-      clocked?.('steady rate: takes at half the rate (spaced 2 × windowMs / limit) are all admitted', async () => {
-        const [limiter] = (await makeLimiters()) as [RateLimiter];
-        const policy = policyOf(4, 400);
-        const scope = { tenant: randomTenant(), route };
-        const results: boolean[] = [];
-        for (let i = 0; i < 8; i++) {
-          results.push((await limiter.take(scope, policy)).allowed);
-          await sleep(200);
-        }
-        assert.deepEqual(results, Array(8).fill(true));
-      });
+      clocked?.(
+        'steady rate: takes at half the rate (spaced 2 × windowMs / limit) are all admitted',
+        async () => {
+          const [limiter] = (await makeLimiters()) as [RateLimiter];
+          const policy = policyOf(4, 400);
+          const scope = { tenant: randomTenant(), route };
+          const results: boolean[] = [];
+          for (let i = 0; i < 8; i++) {
+            results.push((await limiter.take(scope, policy)).allowed);
+            await sleep(200);
+          }
+          assert.deepEqual(results, Array(8).fill(true));
+        },
+      );
     });
   }
 }
