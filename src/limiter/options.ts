@@ -17,11 +17,13 @@ export interface RateLimiterOptions {
   /**
    * The Redis to decide on: a connection from `connectRedis()` (`sluice/node-redis`), or a
    * connected client of your own — node-redis v6 `createClient()`, `createCluster()` or
-   * `createSentinel()`, or an ioredis `Redis` or `Cluster`. Recognised by its shape; anything
-   * else is an `InvalidInputError`. A client of your own must have no offline queue
+   * `createSentinel()`, an ioredis (or iovalkey) `Redis` or `Cluster`, or a Valkey GLIDE
+   * `GlideClient` or `GlideClusterClient`. Recognised by its shape; anything else is an
+   * `InvalidInputError`. A client of your own must have no offline queue
    * (`disableOfflineQueue: true`; ioredis: `enableOfflineQueue: false`,
    * `maxRetriesPerRequest: 0` and `autoResendUnfulfilledCommands: false`; a node-redis
-   * sentinel: also `maxCommandRediscovers: 0`), so that calls fail at once while Redis is
+   * sentinel: also `maxCommandRediscovers: 0`; a GLIDE cluster client:
+   * `recoveryRequestsQueueSize: 0`), so that calls fail at once while Redis is
    * unreachable and a call that may have run is never sent again.
    */
   readonly client?: AcceptedClient;

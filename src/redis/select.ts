@@ -12,12 +12,16 @@
  * | node-redis `createSentinel()` | `sendCommand` + `acquire` + `use` | `NodeRedisSentinelStore` |
  * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore` |
  * | ioredis `new Redis.Cluster()` | `call` + `evalsha` + `isCluster: true` | `IoRedisClusterStore` |
+ * | iovalkey `new Redis()` / `new Cluster()` | as ioredis (a fork of it) | as ioredis |
+ * | Valkey GLIDE `GlideClient` | `customCommand` + `invokeScript` | `GlideStore` |
+ * | Valkey GLIDE `GlideClusterClient` | the same + `invokeScriptWithRoute` | `GlideClusterStore` |
  *
  * An ioredis client must be created with `enableOfflineQueue: false` (for a Cluster, at the
  * top level of its options), `maxRetriesPerRequest: 0` and `autoResendUnfulfilledCommands:
  * false` (for a Cluster, in `redisOptions`), else it is an `InvalidInputError` too: while
  * Redis is unreachable its commands would queue instead of failing at once, and after a
- * reconnect it would send again a script that may have run.
+ * reconnect it would send again a script that may have run. A GLIDE cluster client must be
+ * created with `recoveryRequestsQueueSize: 0` (`GLIDE_CLUSTER_OPTIONS`), for the same reason.
  */
 import { InvalidInputError } from '../errors.js';
 import type { ScriptStore } from '../stores/store.js';
@@ -36,6 +40,15 @@ import {
   NodeRedisSentinelStore,
   NodeRedisStore,
 } from './node-redis/stores.js';
+import {
+  checkGlideClient,
+  type GlideClientLike,
+  type GlideClusterClientLike,
+  GlideClusterStore,
+  GlideStore,
+  isGlideClient,
+  isGlideClusterClient,
+} from './valkey-glide/stores.js';
 
 /** What a `RateLimiter`'s `client` may be (see the table above). */
 export type AcceptedClient =
@@ -44,11 +57,13 @@ export type AcceptedClient =
   | NodeRedisClusterLike
   | NodeRedisSentinelLike
   | IoRedisLike
-  | IoRedisClusterLike;
+  | IoRedisClusterLike
+  | GlideClientLike
+  | GlideClusterClientLike;
 
 /** What `RateLimiter`'s `client` option accepts, in words (for errors and docs). */
 export const ACCEPTED_CLIENTS =
-  'a connection of connectRedis() (sluice/node-redis), a node-redis v6 client (createClient), cluster (createCluster) or sentinel (createSentinel), or an ioredis Redis or Cluster';
+  'a connection of connectRedis() (sluice/node-redis), a node-redis v6 client (createClient), cluster (createCluster) or sentinel (createSentinel), an ioredis (or iovalkey) Redis or Cluster, or a Valkey GLIDE GlideClient or GlideClusterClient';
 
 /** The kinds of client sluice drives. */
 export type ClientKind =
@@ -57,7 +72,9 @@ export type ClientKind =
   | 'node-redis-cluster'
   | 'node-redis-sentinel'
   | 'ioredis'
-  | 'ioredis-cluster';
+  | 'ioredis-cluster'
+  | 'valkey-glide'
+  | 'valkey-glide-cluster';
 
 /** `object[key]`, or undefined when it cannot be read. */
 function readOption(object: unknown, key: string): unknown {
@@ -80,6 +97,9 @@ export function clientKind(client: unknown): ClientKind | undefined {
     return undefined;
   }
   if (isFunction(readOption(client, 'store'), 'evalScript')) return 'sluice';
+  if (isGlideClient(client)) {
+    return isGlideClusterClient(client) ? 'valkey-glide-cluster' : 'valkey-glide';
+  }
   // Before `sendCommand`: an ioredis client has one too (of another shape).
   if (
     isFunction(client, 'call') &&
@@ -99,7 +119,7 @@ export function clientKind(client: unknown): ClientKind | undefined {
  *
  * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted,
  *   and for a client whose offline queue is on (or, for ioredis, whose retries could send a
- *   call twice), saying what to set.
+ *   call twice; for a GLIDE cluster client, whose recovery queue is on), saying what to set.
  */
 export function storeFor(client: unknown): ScriptStore {
   switch (clientKind(client)) {
@@ -111,6 +131,11 @@ export function storeFor(client: unknown): ScriptStore {
     case 'ioredis':
       checkIoRedisClient(client, 'options.client');
       return new IoRedisStore(client as IoRedisLike);
+    case 'valkey-glide-cluster':
+      checkGlideClient(client, 'options.client');
+      return new GlideClusterStore(client as GlideClusterClientLike);
+    case 'valkey-glide':
+      return new GlideStore(client as GlideClientLike);
     case 'node-redis-cluster':
       checkNoOfflineQueue(readOption(readOption(client, '_options'), 'defaults'), 'cluster');
       return new NodeRedisClusterStore(client as NodeRedisClusterLike);

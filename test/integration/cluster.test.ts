@@ -1,7 +1,7 @@
 /**
  * sluice on a real Redis Cluster (3 primaries + 3 replicas on loopback, started once for the
- * file), through each cluster client it recognises — node-redis `createCluster()` and the
- * ioredis `Cluster`: exact counts from several clients over hundreds of tenants spread over
+ * file), through each cluster client it recognises — node-redis `createCluster()`, the
+ * ioredis `Cluster` and Valkey GLIDE's `GlideClusterClient`: exact counts from several clients over hundreds of tenants spread over
  * every primary, `takeAll` all or nothing, a flushed script cache, a manual failover and a
  * live slot migration under load — never a scope over its limit, only decisions or typed
  * errors (`UnavailableError`, `TimeoutError`).
@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GlideClusterClient, Logger } from '@valkey/valkey-glide';
 import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
@@ -16,6 +17,7 @@ import type { Decision, Policy } from 'sluice';
 import { fixedWindow, RateLimiter, type RateLimiterOptions, RedisConfigError } from 'sluice';
 import { IOREDIS_CLUSTER_OPTIONS } from 'sluice/ioredis';
 import { connectRedis } from 'sluice/node-redis';
+import { GLIDE_CLUSTER_OPTIONS } from 'sluice/valkey-glide';
 import { keyFor, randomTenant } from '../helpers/redis.js';
 import { type Load, type RedisCluster, startLoad, useRedisCluster } from '../helpers/topology.js';
 
@@ -25,6 +27,8 @@ after(() => {
   for (const close of closers) close();
 });
 const fixture = useRedisCluster();
+// GLIDE's core logs every error reply at WARN on stdout.
+Logger.setLoggerConfig('off');
 const route = 'POST/orders';
 /** Only these may reach a caller while the cluster changes. */
 const TYPED = new Set(['SLUICE_UNAVAILABLE', 'SLUICE_TIMEOUT']);
@@ -75,6 +79,17 @@ const CLIENTS: Record<string, () => Promise<RateLimiterOptions['client']>> = {
         return false;
       }
     });
+    return client as unknown as RateLimiterOptions['client'];
+  },
+  'valkey-glide GlideClusterClient': async () => {
+    const client = await GlideClusterClient.createClient({
+      addresses: fixture.value.rootNodes.map(({ url }) => {
+        const { hostname, port } = new URL(url);
+        return { host: hostname, port: Number(port) };
+      }),
+      ...GLIDE_CLUSTER_OPTIONS,
+    });
+    closers.push(() => client.close());
     return client as unknown as RateLimiterOptions['client'];
   },
 };

@@ -1,12 +1,19 @@
 /**
- * The conformance suite: one table of scenarios, run for every policy on every store
- * (Redis through node-redis and through ioredis, and MemoryStore), on real time. A new
- * algorithm joins by adding one row to POLICIES.
+ * The conformance suite: one table of scenarios, run for every policy on every store —
+ * Redis through every client sluice recognises (a `connectRedis` connection, a node-redis
+ * client of one's own, ioredis, iovalkey, Valkey GLIDE) and MemoryStore — on real time. A
+ * new algorithm joins by adding one row to POLICIES, a new client one row to STORES. The
+ * clients after the first three run every scenario but the two that wait on the clock
+ * (C07, steady rate) for every policy, and those two for the fixed window only: the waits
+ * test the algorithms, which the first rows cover, not the client.
  */
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { GlideClient, Logger } from '@valkey/valkey-glide';
 import { Redis } from 'ioredis';
+import { Redis as Valkey } from 'iovalkey';
+import { createClient } from 'redis';
 import type { Decision, Policy } from 'sluice';
 import {
   fixedWindow,
@@ -19,6 +26,7 @@ import {
   tokenBucket,
 } from 'sluice';
 import { IOREDIS_OPTIONS } from 'sluice/ioredis';
+import { GLIDE_OPTIONS } from 'sluice/valkey-glide';
 import { resetEpochKey } from '../../src/key.js';
 import { EPOCH_TTL_MS } from '../../src/limiter/reset-epoch.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -28,9 +36,13 @@ import { randomTenant, useRedis } from '../helpers/redis.js';
  * stops (this hook is registered first): ioredis waits 2 s for a socket already closed.
  */
 const ioredisClients: Redis[] = [];
+const closers: (() => unknown)[] = [];
 after(() => {
   for (const client of ioredisClients) client.disconnect();
+  for (const close of closers) close();
 });
+// GLIDE's core logs every error reply at WARN on stdout.
+Logger.setLoggerConfig('off');
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -52,8 +64,10 @@ const POLICIES: Record<string, (limit: number, windowMs: number) => Policy> = {
 };
 
 /** A connected ioredis client as sluice requires it (no offline queue), as `options.client`. */
-async function ioredisClient(): Promise<RateLimiterOptions['client']> {
-  const client = new Redis({
+async function ioredisClient(fork = false): Promise<RateLimiterOptions['client']> {
+  // iovalkey takes ioredis's options (it is a fork of it).
+  const Client = (fork ? Valkey : Redis) as typeof Redis;
+  const client = new Client({
     host: '127.0.0.1',
     port: redis.server.port,
     ...IOREDIS_OPTIONS,
@@ -65,6 +79,35 @@ async function ioredisClient(): Promise<RateLimiterOptions['client']> {
   // Recognised at construction (stores/select.ts); the option's type names node-redis's.
   return client as unknown as RateLimiterOptions['client'];
 }
+
+/** A node-redis client of one's own, created as docs/redis.md says. */
+async function nodeRedisClient(): Promise<RateLimiterOptions['client']> {
+  const client = createClient({ url: redis.server.url, disableOfflineQueue: true });
+  client.on('error', () => {});
+  await client.connect();
+  closers.push(() => client.destroy());
+  return client as unknown as RateLimiterOptions['client'];
+}
+
+/** A GLIDE client, created as docs/redis.md says. */
+async function glideClient(): Promise<RateLimiterOptions['client']> {
+  const client = await GlideClient.createClient({
+    addresses: [{ host: '127.0.0.1', port: redis.server.port }],
+    ...GLIDE_OPTIONS,
+  });
+  closers.push(() => client.close());
+  return client as unknown as RateLimiterOptions['client'];
+}
+
+/** Three limiters on one client kind (three connections), each made by `connect`. */
+const threeOn = (connect: () => Promise<RateLimiterOptions['client']>) => () =>
+  Promise.all(
+    [0, 1, 2].map(async () => new RateLimiter({ client: await connect(), namespace: 'conf' })),
+  );
+
+/** The stores after the first three run the clock-bound scenarios on one policy only. */
+const FULL = new Set(['redis', 'ioredis', 'memory']);
+const CLOCKED_POLICY = 'fixed window';
 
 /** Three limiters sharing one store: three Redis connections, or one MemoryStore. */
 const STORES: Record<string, () => Promise<RateLimiter[]>> = {
@@ -84,10 +127,15 @@ const STORES: Record<string, () => Promise<RateLimiter[]>> = {
     const store = new MemoryStore();
     return [0, 1, 2].map(() => new RateLimiter({ store, namespace: 'conf' }));
   },
+  'node-redis createClient': threeOn(nodeRedisClient),
+  iovalkey: threeOn(() => ioredisClient(true)),
+  'valkey-glide GlideClient': threeOn(glideClient),
 };
 
 for (const [storeName, makeLimiters] of Object.entries(STORES)) {
   for (const [policyName, policyOf] of Object.entries(POLICIES)) {
+    /** A scenario that waits on the clock: on every store for one policy, else on the first three. */
+    const clocked = FULL.has(storeName) || policyName === CLOCKED_POLICY ? it : undefined;
     describe(`conformance: ${policyName} on ${storeName}`, () => {
       it('30 concurrent takes over 3 limiters, capacity 10 → exactly 10, remaining 9…0 once each', async () => {
         const limiters = await makeLimiters();
@@ -132,20 +180,23 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
         assert.deepEqual([all.allowed, all.remaining], [true, 0]);
       });
 
-      it('case C07: exhaust, then waiting out retryAfterMs (+5 ms) admits again', async () => {
-        const [limiter] = (await makeLimiters()) as [RateLimiter];
-        const policy = policyOf(1, 700);
-        const scope = { tenant: randomTenant(), route };
-        assert.equal((await limiter.take(scope, policy)).allowed, true);
-        const denied = await limiter.take(scope, policy);
-        assert.equal(denied.allowed, false);
-        assert.ok(
-          denied.retryAfterMs > 0 && denied.retryAfterMs <= 1401,
-          `retryAfterMs ${denied.retryAfterMs}`,
-        );
-        await sleep(denied.retryAfterMs + 5);
-        assert.equal((await limiter.take(scope, policy)).allowed, true);
-      });
+      clocked?.(
+        'case C07: exhaust, then waiting out retryAfterMs (+5 ms) admits again',
+        async () => {
+          const [limiter] = (await makeLimiters()) as [RateLimiter];
+          const policy = policyOf(1, 700);
+          const scope = { tenant: randomTenant(), route };
+          assert.equal((await limiter.take(scope, policy)).allowed, true);
+          const denied = await limiter.take(scope, policy);
+          assert.equal(denied.allowed, false);
+          assert.ok(
+            denied.retryAfterMs > 0 && denied.retryAfterMs <= 1401,
+            `retryAfterMs ${denied.retryAfterMs}`,
+          );
+          await sleep(denied.retryAfterMs + 5);
+          assert.equal((await limiter.take(scope, policy)).allowed, true);
+        },
+      );
 
       it('peek tells the units left now and what the following take decides, and consumes nothing', async () => {
         const [limiter] = (await makeLimiters()) as [RateLimiter];
@@ -268,17 +319,20 @@ for (const [storeName, makeLimiters] of Object.entries(STORES)) {
         assert.deepEqual([fresh.allowed, fresh.remaining, fresh.retryAfterMs], [true, 9, 0]);
       });
 
-      it('steady rate: takes at half the rate (spaced 2 × windowMs / limit) are all admitted', async () => {
-        const [limiter] = (await makeLimiters()) as [RateLimiter];
-        const policy = policyOf(4, 400);
-        const scope = { tenant: randomTenant(), route };
-        const results: boolean[] = [];
-        for (let i = 0; i < 8; i++) {
-          results.push((await limiter.take(scope, policy)).allowed);
-          await sleep(200);
-        }
-        assert.deepEqual(results, Array(8).fill(true));
-      });
+      clocked?.(
+        'steady rate: takes at half the rate (spaced 2 × windowMs / limit) are all admitted',
+        async () => {
+          const [limiter] = (await makeLimiters()) as [RateLimiter];
+          const policy = policyOf(4, 400);
+          const scope = { tenant: randomTenant(), route };
+          const results: boolean[] = [];
+          for (let i = 0; i < 8; i++) {
+            results.push((await limiter.take(scope, policy)).allowed);
+            await sleep(200);
+          }
+          assert.deepEqual(results, Array(8).fill(true));
+        },
+      );
     });
   }
 }

@@ -43,6 +43,7 @@ const SUBPATHS = [
   './node',
   './config',
   './ioredis',
+  './valkey-glide',
   './metrics',
   './store',
 ];
@@ -60,6 +61,8 @@ const FRAMEWORKS = [
   'redis',
   '@redis/client',
   'ioredis',
+  'iovalkey',
+  '@valkey/valkey-glide',
 ];
 
 const exec = promisify(execFile);
@@ -242,6 +245,8 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       '@opentelemetry/api',
       'redis',
       'ioredis',
+      'iovalkey',
+      '@valkey/valkey-glide',
     ]) {
       assert.ok(installed.peerDependencies[name], name);
       assert.equal(installed.peerDependenciesMeta[name]?.optional, true, name);
@@ -296,7 +301,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
   });
 
   it('loading every entry point loads no web framework and no Redis client, even where they are installed', async () => {
-    // Here, in the repository, express, fastify, hono, redis and ioredis are dev
+    // Here, in the repository, express, fastify, hono, redis, ioredis, iovalkey and GLIDE are dev
     // dependencies: an import of one from the library's graph would load it (and land in the
     // CommonJS module cache).
     const entries = SUBPATHS.map((subpath) => manifest.exports[subpath].import);
@@ -304,7 +309,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       import { createRequire } from 'node:module';
       for (const entry of ${JSON.stringify(entries)}) await import(entry);
       const cache = Object.keys(createRequire(import.meta.url).cache);
-      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|redis|@redis|ioredis)[\\\\/]/.test(f))));`;
+      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|redis|@redis|ioredis|iovalkey|@valkey)[\\\\/]/.test(f))));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], root);
     assert.deepEqual(JSON.parse(stdout), []);
   });
