@@ -287,8 +287,9 @@ describe('sluice reset', () => {
     // The reset epoch changed: every limiter's denial cache follows.
     assert.notEqual(after.get('rate:reset-epoch'), undefined);
 
-    // Every limit of the route, as JSON: the tenant-wide one too (it is one of them).
-    const all = await sluice([...args, '--yes', '--json']);
+    // Every limit of the route, as JSON: with --include-shared, the route's and the
+    // tenant-wide ones too.
+    const all = await sluice([...args, '--include-shared', '--yes', '--json']);
     assert.equal(all.code, 0, all.stderr);
     assert.deepEqual(
       json(all).reset.map((r: { name: string; key: string; deleted: boolean }) => [
@@ -302,6 +303,7 @@ describe('sluice reset', () => {
         ['api', mine.get('api'), true],
       ],
     );
+    assert.deepEqual(json(all).left, []);
     const left = await snapshot(admin);
     for (const key of mine.values()) assert.equal(left.has(key), false, key);
     const reset = new Set(mine.values());
@@ -318,6 +320,84 @@ describe('sluice reset', () => {
     const unknown = await sluice([...args, '--policy', 'nope', '--yes']);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no limit named "nope".*\nIts limits: burst, hourly, api/);
+  });
+
+  it('--user resets only what is the user’s own; --include-shared also the tenant’s shared limits; without --user only the shared ones', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const admin = await redis.admin();
+    const u1 = await spend(limiter, 'POST/orders', 'stark', 'u1', 2);
+    const u2 = await spend(limiter, 'POST/orders', 'stark', 'u2', 1);
+    const base = ['reset', '--config', file, '--route', 'POST/orders', '--tenant', 'stark'];
+    // The keys of this test only: another test's may expire meanwhile.
+    const keys = new Set([...u1.values(), ...u2.values()]);
+    const withoutEpoch = (m: Map<string, string>) =>
+      new Map([...m].filter(([key]) => keys.has(key)));
+    const changed = (a: Map<string, string>, b: Map<string, string>) =>
+      [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+
+    // --user: only u1's own key; the route's and the tenant's, which u2 shares, are left.
+    let before = withoutEpoch(await snapshot(admin));
+    const own = await sluice([...base, '--user', 'u1', '--yes', ...url()]);
+    assert.equal(own.code, 0, own.stderr);
+    assert.deepEqual(changed(before, withoutEpoch(await snapshot(admin))), [u1.get('hourly')]);
+    assert.match(own.stdout, /the state of:\n {2}hourly {2}per user on this route\n/);
+    assert.match(
+      own.stdout,
+      /left as it is:\n {2}burst {2}counted per route, shared by every user of tenant "stark": add --include-shared/,
+    );
+    assert.match(own.stdout, /^Left as they are \(see above\): burst, api\.$/m);
+    const ownJson = json(await sluice([...base, '--user', 'u1', '--yes', '--json', ...url()]));
+    assert.deepEqual(
+      ownJson.reset.map((r: { name: string }) => r.name),
+      ['hourly'],
+    );
+    assert.deepEqual(
+      ownJson.left.map((l: { name: string; per: string; key: string }) => [l.name, l.per, l.key]),
+      [
+        ['burst', 'route', u1.get('burst')],
+        ['api', 'tenant', u1.get('api')],
+      ],
+    );
+    assert.equal(ownJson.includeShared, false);
+
+    // Without --user: the shared limits; every user's own key is left (no scan finds them).
+    before = withoutEpoch(await snapshot(admin));
+    const shared = await sluice([...base, '--yes', '--json', ...url()]);
+    assert.equal(shared.code, 0, shared.stderr);
+    assert.deepEqual(
+      changed(before, withoutEpoch(await snapshot(admin))),
+      [u1.get('api'), u1.get('burst')].sort(),
+    );
+    assert.equal(await admin.client.exists(u2.get('hourly') as string), 1);
+    assert.deepEqual(
+      json(shared).left.map((l: { name: string; key: null }) => [l.name, l.key]),
+      [['hourly', null]],
+    );
+    assert.match(json(shared).left[0].reason, /give --user.*scan of the keyspace/);
+
+    // Refused, nothing changed: --user on a route with no limit per user (acme's plan on
+    // POST/orders), --include-shared without --user, --policy of a limit the options leave.
+    before = withoutEpoch(await snapshot(admin));
+    const epoch = await admin.client.get('rate:reset-epoch');
+    const refusals = await Promise.all([
+      sluice([...base.slice(0, -1), 'acme', '--user', 'ann', '--yes', ...url()]),
+      sluice([...base, '--include-shared', '--yes', ...url()]),
+      sluice([...base, '--user', 'u1', '--policy', 'burst', '--yes', ...url()]),
+      sluice([...base, '--policy', 'hourly', '--yes', ...url()]),
+    ]);
+    assert.deepEqual(withoutEpoch(await snapshot(admin)), before);
+    assert.equal(await admin.client.get('rate:reset-epoch'), epoch);
+    assert.deepEqual(
+      refusals.map((r) => r.code),
+      [2, 2, 2, 2],
+    );
+    assert.match(
+      refusals[0]?.stderr ?? '',
+      /--user: no limit of POST\/orders for tenant "acme" is counted per user \(its limits: burst-pro per route, api per tenant\)/,
+    );
+    assert.match(refusals[1]?.stderr ?? '', /--include-shared goes with --user/);
+    assert.match(refusals[2]?.stderr ?? '', /--policy burst: .*add --include-shared/);
+    assert.match(refusals[3]?.stderr ?? '', /--policy hourly: .*give --user/);
   });
 
   const hasScript = spawnSync('script', ['--version']).status === 0;
@@ -338,6 +418,7 @@ describe('sluice reset', () => {
       'wonka',
       '--user',
       'w1',
+      '--include-shared',
       ...url(),
     ]
       .map((a) => `'${a}'`)
@@ -700,12 +781,14 @@ describe('sluice: control characters from a user', () => {
       }),
     );
     const scope = ['--config', evil, '--route', 'POST/orders', '--tenant', tenant, '--user', user];
+    // A route with a limit per user for the tenant's plan: reset takes --user there only.
+    const resetScope = scope.map((a) => (a === 'POST/orders' ? 'GET/search' : a));
     const runs = await allOf({
       inspect: sluice(['inspect', ...scope, ...url()]),
       inspectJson: sluice(['inspect', ...scope, '--json', ...url()]),
-      reset: sluice(['reset', ...scope, '--yes', ...url()]),
-      resetJson: sluice(['reset', ...scope, '--yes', '--json', ...url()]),
-      noPolicy: sluice(['reset', ...scope, '--policy', 'n\x1bo', '--yes', ...url()]),
+      reset: sluice(['reset', ...resetScope, '--yes', ...url()]),
+      resetJson: sluice(['reset', ...resetScope, '--yes', '--json', ...url()]),
+      noPolicy: sluice(['reset', ...resetScope, '--policy', 'n\x1bo', '--yes', ...url()]),
       noRoute: sluice([
         'inspect',
         ...scope.slice(0, 2),
@@ -745,7 +828,7 @@ describe('sluice: control characters from a user', () => {
     assert.equal(runs.noPolicy.code, 1);
     assert.ok(
       runs.noPolicy.stderr.includes(
-        `no limit named "n\\x1bo" on POST/orders for tenant "${shownTenant}"`,
+        `no limit named "n\\x1bo" on GET/search for tenant "${shownTenant}"`,
       ),
     );
     assert.equal(runs.noRoute.code, 1);
