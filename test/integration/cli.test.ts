@@ -467,6 +467,12 @@ describe('sluice stats', () => {
     ];
     for (const [limiter, scope, policy] of policies) await limiter.take(scope, policy);
     await admin.client.set('st-app:cache', 'not a sluice key');
+    // A reset epoch, a key of sluice's shape whose tag this version does not read, and a
+    // key of the namespace "st-rate:x", which MATCH st-rate:* finds too.
+    await rate.reset({ tenant: 'c', route: 'GET/x' }, fw);
+    const hex = (n: number) => 'ab'.repeat(n / 2);
+    await admin.client.set(`st-rate:{${hex(32)}}:swl.${hex(16)}:${hex(32)}`, 'x', { PX: 60_000 });
+    await new RateLimiter({ client, namespace: 'st-rate:x' }).take({ tenant: 'a' }, fw);
 
     const [all, only] = await Promise.all([
       sluice(['stats', '--json', ...url()]),
@@ -485,7 +491,7 @@ describe('sluice stats', () => {
       },
       tenantWideKeys: 1,
       tenants: 2,
-      resetEpoch: false,
+      resetEpoch: true,
     });
     assert.deepEqual(report.namespaces['st-ip'].algorithms, {
       'fixed-window': 0,
@@ -496,6 +502,17 @@ describe('sluice stats', () => {
     });
     assert.equal(report.namespaces['st-ip'].tenants, 2);
     assert.ok(report.otherKeys >= 1);
+    assert.ok(report.otherKeysByKind.unknownKind >= 1);
+    // Every key scanned is counted once: in a namespace, as a reset epoch, or as another kind.
+    const namespaces = Object.values(report.namespaces) as { keys: number; resetEpoch: boolean }[];
+    assert.equal(
+      namespaces.reduce((n, c) => n + c.keys + (c.resetEpoch ? 1 : 0), 0) + report.otherKeys,
+      report.scan.scanned,
+    );
+    assert.equal(
+      report.otherKeys,
+      Object.values(report.otherKeysByKind as Record<string, number>).reduce((a, b) => a + b),
+    );
     assert.equal(report.scan.complete, true);
     assert.equal(report.server.maxmemoryPolicy, 'noeviction');
     assert.equal(report.server.role, 'master');
@@ -509,6 +526,29 @@ describe('sluice stats', () => {
       const text = await sluice(['stats', '--namespace', 'st-rate', ...url()]);
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /maxmemory-policy allkeys-lru/);
+      // The lines of the text account for every key scanned.
+      const scanned = Number(/^scanned: (\d+) keys/m.exec(text.stdout)?.[1]);
+      const kinds =
+        /^the \d+ keys scanned, by kind:\n((?: {2}.*\n)+)/m.exec(text.stdout)?.[1] ?? '';
+      const lines = kinds.trimEnd().split('\n');
+      const byKind = Object.fromEntries(
+        lines.map((l) => {
+          const m = /^ {2}(.*?) +(\d+)$/.exec(l);
+          return [m?.[1], Number(m?.[2])];
+        }),
+      );
+      assert.deepEqual(byKind, {
+        'sluice keys (the table above)': 3,
+        'reset epochs (<namespace>:reset-epoch)': 1,
+        'sluice keys of an algorithm tag unknown here (another version’s)': 1,
+        'sluice keys of other namespaces under st-rate:*': 1,
+        'other keys (not sluice’s)': 0,
+      });
+      assert.equal(
+        Object.values(byKind as Record<string, number>).reduce((a, b) => a + b),
+        scanned,
+      );
+      assert.equal(scanned, 6);
       assert.match(text.stdout, /^namespace +keys +tenants +fixed-window .*\nst-rate +3 +2 +2 /m);
       assert.match(
         text.stderr,
