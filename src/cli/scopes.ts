@@ -5,6 +5,7 @@
  * connection they run on.
  */
 import { type PolicyConfig, type RouteLimits, routeLimits } from '../config/index.js';
+import { shown } from '../config/problems.js';
 import { InvalidInputError } from '../errors.js';
 import { type LimitScope, scopeOf } from '../http/limits.js';
 import { RateLimiter } from '../limiter/rate-limiter.js';
@@ -83,7 +84,7 @@ function targetsOf(
         { routes: [...config.routes.keys()] },
       );
     }
-    if (error instanceof InvalidInputError) throw usage(`--${error.field}: ${error.message}`);
+    if (error instanceof InvalidInputError) throw optionError(error, options);
     throw error;
   }
   const userLimits = found.limits.filter((l) => perUser(l.per));
@@ -101,12 +102,28 @@ function targetsOf(
     try {
       key = limiter.keyOf(scope, limit.policy);
     } catch (error) {
-      if (error instanceof InvalidInputError) throw usage(error.message.replace(/^scope\./, '--'));
+      if (error instanceof InvalidInputError) throw optionError(error, options);
       throw error;
     }
     return [{ name: found.names[i] as string, policy: limit.policy, per: limit.per, scope, key }];
   });
   return { found, targets };
+}
+
+/**
+ * The library's refusal of `--route`, `--tenant` or `--user` (its field `tenant`,
+ * `scope.user`…) as a usage error naming the option and quoting the value given.
+ */
+function optionError(
+  error: InvalidInputError,
+  options: { route: string; tenant: string; user?: string },
+): CliError {
+  const name = error.field.replace(/^scope\./, '');
+  if (name !== 'route' && name !== 'tenant' && name !== 'user') return usage(error.message);
+  const received = shown(options[name]);
+  return usage(
+    `--${name} must be ${error.expected}${received === '' ? '' : `; received ${received}`}`,
+  );
 }
 
 /** A limiter that reads and deletes exactly what it is asked: no denial cache. */
