@@ -668,6 +668,50 @@ describe('sluice check-config', () => {
     assert.ok(inspect.stderr.includes('tenants.acme.plan must be'));
   });
 
+  it('each problem quotes the value: of the file (a misspelt failureMode), of --tenant and --user', async () => {
+    const typo = join(dir, 'typo.json');
+    writeFileSync(
+      typo,
+      JSON.stringify({
+        routes: {
+          'POST/a': {
+            algorithm: 'fixed-window',
+            limit: 1,
+            windowMs: 1000,
+            failureMode: 'failopen',
+          },
+        },
+      }),
+    );
+    const scope = ['--config', file, '--route', 'GET/search', ...url()];
+    const [check, longTenant, emptyUser] = await Promise.all([
+      sluice(['check-config', typo]),
+      sluice(['inspect', ...scope, '--tenant', 't'.repeat(70_000), '--user', 'u']),
+      sluice(['reset', ...scope, '--tenant', 't', '--user', '', '--yes']),
+    ]);
+    assert.equal(check.code, 1);
+    assert.ok(
+      check.stderr.includes(
+        'routes["POST/a"].failureMode must be "fail-closed" or "fail-open"; received string "failopen"',
+      ),
+      check.stderr,
+    );
+    assert.equal(longTenant.code, 2);
+    assert.ok(
+      longTenant.stderr.includes(
+        `--tenant must be a non-empty string of at most 65536 characters; received string "${'t'.repeat(60)}…" (70,000 characters)`,
+      ),
+      longTenant.stderr,
+    );
+    assert.equal(emptyUser.code, 2);
+    assert.ok(
+      emptyUser.stderr.includes(
+        '--user must be a non-empty string of at most 65536 characters; received string ""',
+      ),
+      emptyUser.stderr,
+    );
+  });
+
   it('a key twice in one object: exit 1 with its path, for check-config, inspect and reset', async () => {
     const dup = join(dir, 'dup.json');
     const fw = '{"algorithm": "fixed-window", "limit": 1, "windowMs": 1000}';
