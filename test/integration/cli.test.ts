@@ -605,6 +605,37 @@ describe('sluice check-config', () => {
         ['GET/search', false],
       ],
     );
+    // Each policy's parameters as the file writes them (not a token bucket's or GCRA's
+    // internal burst and refill time).
+    const policies = new Map(
+      report.policies.map((p: { name: string; id: string; version: string }) => {
+        const { id: _, version: __, ...rest } = p;
+        return [p.name, rest];
+      }),
+    );
+    assert.deepEqual(policies.get('api'), {
+      name: 'api',
+      algorithm: 'token-bucket',
+      capacity: 100,
+      refillTokens: 1,
+      refillIntervalMs: 60_000,
+      description: 'token-bucket, 100 tokens, 1 more every 60 s',
+    });
+    assert.deepEqual(policies.get('steady'), {
+      name: 'steady',
+      algorithm: 'gcra',
+      limit: 10,
+      periodMs: 60_000,
+      burst: 10,
+      description: 'gcra, 10 per 60 s, bursts of 10',
+    });
+    assert.deepEqual(policies.get('burst'), {
+      name: 'burst',
+      algorithm: 'fixed-window',
+      limit: 5,
+      windowMs: 60_000,
+      description: 'fixed-window, 5 per 60 s',
+    });
   });
 
   it('an invalid file: exit 1 and every problem with its path; not JSON: 1; unreadable: 2', async () => {
