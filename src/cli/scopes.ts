@@ -11,6 +11,7 @@ import { type LimitScope, scopeOf } from '../http/limits.js';
 import { RateLimiter } from '../limiter/rate-limiter.js';
 import type { Policy, Scope } from '../types.js';
 import {
+  badNamespace,
   CliError,
   type Client,
   connect,
@@ -129,7 +130,7 @@ function optionError(
 /** A limiter that reads and deletes exactly what it is asked: no denial cache. */
 function limiterFor(client: Client, namespace: string): RateLimiter {
   if (!NAMESPACE.test(namespace)) {
-    throw usage(`--namespace must be 1–64 characters of [A-Za-z0-9._:-], not "${namespace}"`);
+    throw badNamespace(namespace);
   }
   return new RateLimiter({
     client,

@@ -11,6 +11,7 @@ import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../algorithms/sliding-window-log.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
 import {
+  badNamespace,
   type Client,
   connect,
   count,
@@ -22,7 +23,6 @@ import {
   redisFailure,
   redisUrl,
   table,
-  usage,
 } from './common.js';
 import { escapeControls, print, printError, printJson } from './output.js';
 
@@ -89,7 +89,7 @@ function infoFields(text: string): Map<string, string> {
 export async function stats(options: StatsOptions): Promise<number> {
   const { namespace } = options;
   if (namespace !== undefined && !NAMESPACE.test(namespace)) {
-    throw usage(`--namespace must be 1–64 characters of [A-Za-z0-9._:-], not "${namespace}"`);
+    throw badNamespace(namespace);
   }
   const url = redisUrl(options);
   const client = await connect(url);

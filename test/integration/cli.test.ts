@@ -956,7 +956,10 @@ describe('sluice: control characters from a user', () => {
     assert.ok(runs.missing.stderr.includes('gone\\r\\u009b.json'), runs.missing.stderr);
     assert.ok(json(runs.missingJson).error.includes('gone\r\x9b.json'), 'JSON: the path as given');
     assert.equal(runs.namespace.code, 2);
-    assert.ok(runs.namespace.stderr.includes('not "n\\x1b]0;owned\\x07"'), runs.namespace.stderr);
+    assert.ok(
+      runs.namespace.stderr.includes('received string "n\\u001b]0;owned\\u0007"'),
+      runs.namespace.stderr,
+    );
     assert.equal(runs.badUrl.code, 2);
     assert.ok(runs.badUrl.stderr.includes('redis://127.0.0.1:1/\\x1b[2J'), runs.badUrl.stderr);
     assert.equal(runs.cost.code, 2);
