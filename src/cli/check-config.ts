@@ -3,6 +3,8 @@
  * summary (routes, policies, plans, tenants) when it is valid, else every problem with its
  * path in the file.
  */
+
+import { policyParameters } from '../config/describe.js';
 import {
   checkPolicies,
   describePolicy,
@@ -151,11 +153,13 @@ function printSummaryJson(
         plans: Object.fromEntries(Object.entries(plans).map(([p, v]) => [p, v.limits])),
         tenants: Object.fromEntries(Object.entries(tenants).map(([t, v]) => [t, v.limits])),
       })),
+      // Each policy's parameters as the file names them, never the internal burst and
+      // refill time of a token bucket or GCRA.
       policies: [...config.policies].map(([name, p]) => ({
         name,
         algorithm: p.algorithm,
-        limit: p.limit,
-        windowMs: p.quotaWindowMs,
+        ...policyParameters(p),
+        description: describePolicy(p),
         version: p.version,
         id: p.id,
       })),

@@ -4,10 +4,11 @@
  */
 import { type PolicyConfig, PolicyFileError, policyConfigFrom } from '../config/index.js';
 import { parsePolicyText } from '../config/load.js';
+import { shown } from '../config/problems.js';
 import type { InvalidInputError } from '../errors.js';
 import { connectRedis } from '../redis/node-redis/connect.js';
 import type { RedisConnection } from '../redis/node-redis/connection.js';
-import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
+import { CliError, DEFAULT_URL, EXIT, readJsonText, usage } from './exit.js';
 import { commandFailure, connectFailure } from './failures.js';
 import { escapeControls } from './output.js';
 
@@ -19,6 +20,13 @@ export interface RedisOptions {
   readonly url?: string;
   readonly namespace: string;
   readonly json?: boolean;
+}
+
+/** The usage error of a `--namespace` the limiter does not take, quoting it. */
+export function badNamespace(namespace: string): CliError {
+  return usage(
+    `--namespace must be 1–64 characters of [A-Za-z0-9._:-]; received ${shown(namespace)}`,
+  );
 }
 
 /** `--url`, else `REDIS_URL`, else the default. */

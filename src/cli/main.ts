@@ -6,7 +6,7 @@
  *   sluice bench [...]                   the benchmark harness of a source checkout
  *   sluice inspect --config F --route R --tenant T [--user U]
  *                                        each limit's units left, would-be decision, key, PTTL (reads only)
- *   sluice reset --config F --route R --tenant T [--user U] [--policy N] [--yes]
+ *   sluice reset --config F --route R --tenant T [--user U [--include-shared]] [--policy N] [--yes]
  *                                        deletes exactly that scope's state, once confirmed
  *   sluice stats [--namespace N]         live keys per namespace and algorithm, memory, eviction
  *   sluice check-config FILE             validates a policy file, every problem with its path
@@ -34,8 +34,8 @@ Exit status:
   1  a check failed (demo, check-config) or the input is invalid (a policy file, a route or
      policy the file does not have, a reset answered other than yes)
   2  a usage error (unknown command or option, missing argument, reset without a terminal
-     and without --yes) or a setup error (Redis unreachable or failing, a file that cannot
-     be read)`;
+     and without --yes, --user missing, or given to reset on a route with no limit per
+     user) or a setup error (Redis unreachable or failing, a file that cannot be read)`;
 
 const REDIS_HELP = `
 Redis: --url, else REDIS_URL, else ${DEFAULT_URL}. Keys are those of
@@ -73,21 +73,38 @@ ${EXIT_STATUS}`;
 
 const RESET_HELP = `
 Deletes the state of the route's limits for that tenant (and user), each limit's one key
-with limiter.reset — never a pattern, never FLUSHDB — after showing the keys and asking for
-"yes" on the terminal; without a terminal it refuses unless --yes is given. A limit counted
-per tenant or per user is shared with the other routes that list it: resetting it resets it
-for them too. Every limiter on the namespace stops answering cached denials for the reset
-keys within 750 ms.
+with limiter.reset — never a pattern, never FLUSHDB — after showing the keys, and the limits
+it leaves as they are, and asking for "yes" on the terminal; without a terminal it refuses
+unless --yes is given.
+
+Which limits:
+  --user U                  only the limits counted per user ("user", "route-user") for U;
+                            the limits U shares with the tenant's other users are left
+  --user U --include-shared those, and the limits counted per route and per tenant
+  without --user            the limits counted per route and per tenant; the per-user ones
+                            are left (each user has a key of their own, and finding every
+                            user's would take a scan of the keyspace, which reset never does)
+  --policy NAME             only that limit, among those (repeatable)
+--user on a route with no limit counted per user is a usage error (exit 2), as is a
+--policy the other options leave out.
+
+A limit counted per tenant or per user is shared with the other routes that list it:
+resetting it resets it for them too. Every limiter on the namespace stops answering cached
+denials for the reset keys within 750 ms.
 ${REDIS_HELP}
 
-Example:
+Examples:
+  sluice reset --config policies.json --route POST/orders --tenant acme --user ann
   sluice reset --config policies.json --route POST/orders --tenant acme --policy orders-burst
 ${EXIT_STATUS}`;
 
 const STATS_HELP = `
 Counts the live sluice keys (scheme v2: <namespace>:{<tenant hash>}:<tag>.<policy digest>…)
 per namespace and algorithm, and distinct tenants, with SCAN … COUNT (never KEYS) — all
-namespaces, or only --namespace. Progress goes to stderr once the scan takes more than a
+namespaces, or only --namespace. Every key scanned is counted once, by kind (the namespaces'
+keys, their reset epochs, keys of an algorithm tag this version does not read, other
+namespaces' keys under --namespace, keys that are not sluice's): the kinds add up to the
+keys scanned. Progress goes to stderr once the scan takes more than a
 second; after --max-seconds the scan stops and the counts are reported as partial. Also
 shows the server's version and role, used memory, maxmemory and maxmemory-policy, with a
 warning when that policy can evict quota keys (allkeys-* and volatile-*: every sluice key
@@ -257,6 +274,10 @@ function addReset(sluice: Command, run: Runner): void {
         .command('reset')
         .description('delete exactly one route and tenant’s state per limit, once confirmed'),
     )
+      .option(
+        '--include-shared',
+        'with --user: also the limits the user shares with the tenant (per route, per tenant)',
+      )
       .option('--policy <name>', 'only this limit (repeatable; default: every limit)', collect)
       .option('--yes', 'do not ask for a confirmation (needed without a terminal)'),
   )

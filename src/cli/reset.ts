@@ -1,10 +1,12 @@
 /**
  * `sluice reset`: deletes the state of a route's limits for a tenant (and user) — each
- * limit's one key, never a pattern — after showing the keys and asking for a confirmation.
+ * limit's one key, never a pattern — after showing the keys, and the limits it leaves, and
+ * asking for a confirmation.
  */
 import { createInterface } from 'node:readline/promises';
 import { CliError, EXIT, readConfig, redacted, usage } from './common.js';
 import { escapeControls, print, printError, printJson } from './output.js';
+import { planReset, type ResetPlan } from './reset-plan.js';
 import {
   header,
   onRedis,
@@ -12,7 +14,6 @@ import {
   type ScopeOptions,
   type Session,
   scopeWords,
-  type Target,
   ttlWords,
   withSession,
 } from './scopes.js';
@@ -20,68 +21,67 @@ import {
 /** Options of `sluice reset`. */
 export interface ResetOptions extends ScopeOptions {
   readonly policy?: string[];
+  /** With `--user`: also the limits the user shares with the tenant's other users. */
+  readonly includeShared?: boolean;
   readonly yes?: boolean;
 }
 
-/** `sluice reset`: deletes the state of each (or the chosen) limit's scope, once confirmed. */
+/**
+ * `sluice reset`: deletes the state of the chosen limits' scopes (see `planReset`), once
+ * confirmed, and says which limits it left as they are.
+ */
 export async function reset(options: ResetOptions): Promise<number> {
   const config = await readConfig(options.config);
   if (!options.yes && !process.stdin.isTTY) {
     throw usage('refusing to delete without a confirmation: stdin is not a terminal (add --yes)');
   }
-  return withSession(config, options, async (session) => {
-    const targets = chosen(session, options.policy);
-    const ttls = await onRedis(session.url, () =>
-      pttls(
-        session.client,
-        targets.map((t) => t.key),
-      ),
-    );
-    if (!options.json || !options.yes) showScope(session, targets, ttls, options);
-    if (!options.yes) await confirm(targets.length);
-    // One DEL per key (never a pattern), then the namespace's reset epoch, so that every
-    // limiter's local denial cache follows within 750 ms.
-    const existed = await onRedis(session.url, () =>
-      Promise.all(targets.map((t) => session.limiter.reset(t.scope, t.policy))),
-    );
-    if (options.json) printResetJson(session, targets, existed, options);
-    else printResetText(targets, existed);
-    return EXIT.ok;
-  });
-}
-
-/** The limits `--policy` names (by limit or policy name), or every one without it. */
-function chosen(session: Session, wanted: readonly string[] | undefined): Target[] {
-  const { found, targets } = session;
-  if (wanted === undefined || wanted.length === 0) return targets;
-  const unknown = wanted.filter(
-    (name) => !targets.some((t) => t.name === name || t.policy.name === name),
+  return withSession(
+    config,
+    options,
+    async (session) => {
+      const plan = planReset(session, options);
+      const keys = [...plan.reset.map((t) => t.key), ...plan.left.flatMap((l) => l.key ?? [])];
+      const ttl = new Map(
+        (await onRedis(session.url, () => pttls(session.client, keys))).map((p, i) => [
+          keys[i] as string,
+          p,
+        ]),
+      );
+      if (!options.json || !options.yes) showScope(session, plan, ttl, options);
+      if (!options.yes) await confirm(plan.reset.length);
+      // One DEL per key (never a pattern), then the namespace's reset epoch, so that every
+      // limiter's local denial cache follows within 750 ms.
+      const existed = await onRedis(session.url, () =>
+        Promise.all(plan.reset.map((t) => session.limiter.reset(t.scope, t.policy))),
+      );
+      if (options.json) printResetJson(session, plan, existed, options);
+      else printResetText(plan, existed);
+      return EXIT.ok;
+    },
+    'skip',
   );
-  if (unknown.length > 0) {
-    throw new CliError(
-      `no limit named ${unknown.map((n) => `"${n}"`).join(', ')} on ${found.route} for tenant "${found.tenant}"`,
-      EXIT.failed,
-      [`Its limits: ${targets.map((t) => t.name).join(', ')}`],
-      { limits: targets.map((t) => t.name) },
-    );
-  }
-  return targets.filter((t) => wanted.includes(t.name) || wanted.includes(t.policy.name));
 }
 
-/** What is about to be deleted: on stdout, or on stderr when stdout carries the JSON. */
+/** What is about to be deleted, and what is left: on stdout, or on stderr under `--json`. */
 function showScope(
   session: Session,
-  targets: readonly Target[],
-  ttls: readonly number[],
+  plan: ResetPlan,
+  ttl: ReadonlyMap<string, number>,
   options: ResetOptions,
 ): void {
   const out = options.json ? printError : print;
   out(header(session.found, options));
   out(`namespace "${options.namespace}" at ${redacted(session.url)}; the state of:`);
-  targets.forEach((t, i) => {
+  for (const t of plan.reset) {
     out(`  ${t.name}  ${scopeWords(t.per)}`);
-    out(`    ${t.key}  ${ttlWords(ttls[i] as number)}`);
-  });
+    out(`    ${t.key}  ${ttlWords(ttl.get(t.key) as number)}`);
+  }
+  if (plan.left.length === 0) return;
+  out('left as it is:');
+  for (const l of plan.left) {
+    out(`  ${l.name}  ${l.reason}`);
+    if (l.key !== undefined) out(`    ${l.key}  ${ttlWords(ttl.get(l.key) as number)}`);
+  }
 }
 
 /** Asks on the terminal; anything but "yes" (or "y") ends the command, nothing deleted. */
@@ -104,7 +104,7 @@ async function confirm(limits: number): Promise<void> {
 
 function printResetJson(
   session: Session,
-  targets: readonly Target[],
+  plan: ResetPlan,
   existed: readonly boolean[],
   options: ResetOptions,
 ): void {
@@ -115,14 +115,22 @@ function printResetJson(
       route: found.route,
       tenant: found.tenant,
       user: options.user ?? null,
+      includeShared: options.includeShared === true,
       plan: found.plan ?? null,
       namespace: options.namespace,
-      reset: targets.map((t, i) => ({
+      reset: plan.reset.map((t, i) => ({
         name: t.name,
         policy: t.policy.name,
         per: t.per,
         key: t.key,
         deleted: existed[i],
+      })),
+      left: plan.left.map((l) => ({
+        name: l.name,
+        policy: l.policy,
+        per: l.per,
+        key: l.key ?? null,
+        reason: l.reason,
       })),
     },
     null,
@@ -130,12 +138,15 @@ function printResetJson(
   );
 }
 
-function printResetText(targets: readonly Target[], existed: readonly boolean[]): void {
-  targets.forEach((t, i) => {
+function printResetText(plan: ResetPlan, existed: readonly boolean[]): void {
+  plan.reset.forEach((t, i) => {
     print(`${existed[i] ? 'deleted ' : 'no state'}  ${t.name}  ${t.key}`);
   });
   const n = existed.filter(Boolean).length;
   print(
     `${n} key${n === 1 ? '' : 's'} deleted; every limiter on this namespace stops answering cached denials for them within 750 ms.`,
   );
+  if (plan.left.length > 0) {
+    print(`Left as they are (see above): ${plan.left.map((l) => l.name).join(', ')}.`);
+  }
 }

@@ -5,11 +5,13 @@
  * connection they run on.
  */
 import { type PolicyConfig, type RouteLimits, routeLimits } from '../config/index.js';
+import { shown } from '../config/problems.js';
 import { InvalidInputError } from '../errors.js';
 import { type LimitScope, scopeOf } from '../http/limits.js';
 import { RateLimiter } from '../limiter/rate-limiter.js';
 import type { Policy, Scope } from '../types.js';
 import {
+  badNamespace,
   CliError,
   type Client,
   connect,
@@ -56,11 +58,19 @@ export function scopeWords(per: LimitScope): string {
   }
 }
 
-/** Resolves the route's limits for the tenant, and each limit's scope and key. */
+/** True for a limit counted per user: its key needs the user's id. */
+export const perUser = (per: LimitScope): boolean => per === 'user' || per === 'route-user';
+
+/**
+ * Resolves the route's limits for the tenant, and each limit's scope and key. Without a
+ * user, limits counted per user have no key: a usage error, unless `withoutUser` is
+ * `'skip'` (they are then left out of `targets`, still in `found`).
+ */
 function targetsOf(
   config: PolicyConfig,
   options: { route: string; tenant: string; user?: string; namespace: string },
   limiter: RateLimiter,
+  withoutUser: 'refuse' | 'skip',
 ): { found: RouteLimits; targets: Target[] } {
   const { route, tenant, user } = options;
   let found: RouteLimits;
@@ -75,35 +85,52 @@ function targetsOf(
         { routes: [...config.routes.keys()] },
       );
     }
-    if (error instanceof InvalidInputError) throw usage(`--${error.field}: ${error.message}`);
+    if (error instanceof InvalidInputError) throw optionError(error, options);
     throw error;
   }
-  const perUser = found.limits.filter((l) => l.per === 'user' || l.per === 'route-user');
-  if (perUser.length > 0 && user === undefined) {
+  const userLimits = found.limits.filter((l) => perUser(l.per));
+  if (userLimits.length > 0 && user === undefined && withoutUser === 'refuse') {
     throw usage(
-      `--user is needed: ${perUser
+      `--user is needed: ${userLimits
         .map((l) => `"${found.names[found.limits.indexOf(l)]}" counts ${scopeWords(l.per)}`)
         .join(', ')}`,
     );
   }
-  const targets = found.limits.map((limit, i) => {
+  const targets = found.limits.flatMap((limit, i): Target[] => {
+    if (user === undefined && perUser(limit.per)) return [];
     const scope = scopeOf(limit.per, tenant, route, user);
     let key: string;
     try {
       key = limiter.keyOf(scope, limit.policy);
     } catch (error) {
-      if (error instanceof InvalidInputError) throw usage(error.message.replace(/^scope\./, '--'));
+      if (error instanceof InvalidInputError) throw optionError(error, options);
       throw error;
     }
-    return { name: found.names[i] as string, policy: limit.policy, per: limit.per, scope, key };
+    return [{ name: found.names[i] as string, policy: limit.policy, per: limit.per, scope, key }];
   });
   return { found, targets };
+}
+
+/**
+ * The library's refusal of `--route`, `--tenant` or `--user` (its field `tenant`,
+ * `scope.user`…) as a usage error naming the option and quoting the value given.
+ */
+function optionError(
+  error: InvalidInputError,
+  options: { route: string; tenant: string; user?: string },
+): CliError {
+  const name = error.field.replace(/^scope\./, '');
+  if (name !== 'route' && name !== 'tenant' && name !== 'user') return usage(error.message);
+  const received = shown(options[name]);
+  return usage(
+    `--${name} must be ${error.expected}${received === '' ? '' : `; received ${received}`}`,
+  );
 }
 
 /** A limiter that reads and deletes exactly what it is asked: no denial cache. */
 function limiterFor(client: Client, namespace: string): RateLimiter {
   if (!NAMESPACE.test(namespace)) {
-    throw usage(`--namespace must be 1–64 characters of [A-Za-z0-9._:-], not "${namespace}"`);
+    throw badNamespace(namespace);
   }
   return new RateLimiter({
     client,
@@ -146,18 +173,20 @@ export interface Session {
 
 /**
  * Connects, resolves the route's limits for the tenant and runs `command` on them; the
- * connection is closed whatever happens.
+ * connection is closed whatever happens. `withoutUser`: see `targetsOf` (`'skip'`: the
+ * session's targets lack the per-user limits when no user is given).
  */
 export async function withSession(
   config: PolicyConfig,
   options: ScopeOptions,
   command: (session: Session) => Promise<number>,
+  withoutUser: 'refuse' | 'skip' = 'refuse',
 ): Promise<number> {
   const url = redisUrl(options);
   const client = await connect(url);
   try {
     const limiter = limiterFor(client, options.namespace);
-    const { found, targets } = targetsOf(config, options, limiter);
+    const { found, targets } = targetsOf(config, options, limiter, withoutUser);
     return await command({ url, client, limiter, found, targets });
   } finally {
     await disconnect(client);

@@ -11,6 +11,7 @@ import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
 import { slidingWindowLog } from '../algorithms/sliding-window-log.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
 import {
+  badNamespace,
   type Client,
   connect,
   count,
@@ -22,7 +23,6 @@ import {
   redisFailure,
   redisUrl,
   table,
-  usage,
 } from './common.js';
 import { escapeControls, print, printError, printJson } from './output.js';
 
@@ -89,7 +89,7 @@ function infoFields(text: string): Map<string, string> {
 export async function stats(options: StatsOptions): Promise<number> {
   const { namespace } = options;
   if (namespace !== undefined && !NAMESPACE.test(namespace)) {
-    throw usage(`--namespace must be 1–64 characters of [A-Za-z0-9._:-], not "${namespace}"`);
+    throw badNamespace(namespace);
   }
   const url = redisUrl(options);
   const client = await connect(url);
@@ -167,13 +167,26 @@ async function configuredPolicy(send: Send): Promise<string | undefined> {
   }
 }
 
+/**
+ * The keys the scan read that no namespace's counts hold, by kind; with the namespaces'
+ * keys and reset epochs they add up to the keys scanned.
+ */
+interface OtherKeys {
+  /** Keys of sluice's shape whose algorithm tag this version does not know (an older or newer version's). */
+  unknownKind: number;
+  /** Sluice keys of another namespace that `MATCH <namespace>:*` also matches (`rate:x` under `rate`). */
+  otherNamespace: number;
+  /** Keys that are not sluice's. */
+  notSluice: number;
+}
+
 /** What the scan found. */
 interface ScanCounts {
   /** Namespace → its counts, in the order first seen. */
   readonly namespaces: Map<string, NamespaceCounts>;
   scanned: number;
-  /** Keys that are not sluice's (or not of the namespace asked for). */
-  other: number;
+  /** Keys that no namespace's counts hold, by kind. */
+  readonly other: OtherKeys;
   /** The scan stopped at `--max-seconds` before its end. */
   partial: boolean;
   elapsedMs: number;
@@ -190,7 +203,7 @@ async function scanKeys(send: Send, options: StatsOptions, dbsize: number): Prom
   const counts: ScanCounts = {
     namespaces: new Map(),
     scanned: 0,
-    other: 0,
+    other: { unknownKind: 0, otherNamespace: 0, notSluice: 0 },
     partial: false,
     elapsedMs: 0,
   };
@@ -226,19 +239,26 @@ function showProgress(scanned: number, dbsize: number, elapsedMs: number, final:
   else if (!final) process.stderr.write(`${line}\n`);
 }
 
-/** Counts one scanned key: a sluice key or reset epoch of its namespace, else "other". */
+/**
+ * Counts one scanned key: a sluice key or reset epoch of its namespace, else one of the
+ * other kinds.
+ */
 function countKey(counts: ScanCounts, key: string, only: string | undefined): void {
   counts.scanned++;
   const m = KEY.exec(key);
   const algorithm = m === null ? undefined : ALGORITHMS.get(m[3] as string);
   const epoch = m === null ? EPOCH.exec(key) : null;
   const ns = (m?.[1] ?? epoch?.[1]) as string | undefined;
-  if (ns === undefined || (algorithm === undefined && epoch === null)) {
-    counts.other++;
+  if (ns === undefined) {
+    counts.other.notSluice++;
     return;
   }
   if (only !== undefined && ns !== only) {
-    counts.other++; // e.g. "rate:x" keys when asked for "rate"
+    counts.other.otherNamespace++; // e.g. "rate:x" keys when asked for "rate"
+    return;
+  }
+  if (algorithm === undefined && epoch === null) {
+    counts.other.unknownKind++;
     return;
   }
   let of = counts.namespaces.get(ns);
@@ -273,6 +293,30 @@ const algorithmNames = () => [...ALGORITHMS.values()];
 
 /** The namespaces found, by name. */
 const byName = (scan: ScanCounts) => [...scan.namespaces].sort(([a], [b]) => a.localeCompare(b));
+
+/** Keys that no namespace's counts hold. */
+const otherCount = (o: OtherKeys) => o.unknownKind + o.otherNamespace + o.notSluice;
+
+/**
+ * Each kind of key the scan read, with how many: they add up to the keys scanned (the
+ * namespaces' keys, their reset epochs, then the others).
+ */
+function kindsOfKeys(scan: ScanCounts, options: StatsOptions): [string, number][] {
+  const namespaces = [...scan.namespaces.values()];
+  const kinds: [string, number][] = [
+    ['sluice keys (the table above)', namespaces.reduce((n, c) => n + c.keys, 0)],
+    ['reset epochs (<namespace>:reset-epoch)', namespaces.filter((c) => c.resetEpoch).length],
+    ['sluice keys of an algorithm tag unknown here (another version’s)', scan.other.unknownKind],
+  ];
+  if (options.namespace !== undefined) {
+    kinds.push([
+      `sluice keys of other namespaces under ${options.namespace}:*`,
+      scan.other.otherNamespace,
+    ]);
+  }
+  kinds.push(['other keys (not sluice’s)', scan.other.notSluice]);
+  return kinds;
+}
 
 function printStatsJson(
   url: string,
@@ -315,7 +359,8 @@ function printStatsJson(
           },
         ]),
       ),
-      otherKeys: scan.other,
+      otherKeys: otherCount(scan.other),
+      otherKeysByKind: { ...scan.other },
       warnings,
     },
     null,
@@ -360,6 +405,7 @@ function printStatsText(
     for (const line of table(rows)) print(line);
   }
   print('');
-  print(`other keys (not sluice's): ${count(scan.other)}`);
+  print(`the ${count(scan.scanned)} keys scanned, by kind:`);
+  for (const line of table(kindsOfKeys(scan, options))) print(`  ${line}`);
   for (const warning of warnings) printError(`warning: ${warning}`);
 }

@@ -59,7 +59,8 @@ function compile(input: unknown): Compiled {
   const tenants = compileTenants(builder, doc.tenants, plans, allRoutes);
   if (defaultOk) checkFallbacks(problems, allRoutes, routes, plans, defaultPlan);
   if (allRoutes.length === 0 && problems.list.length === 0) {
-    problems.add(['routes'], 'at least one route', doc.routes);
+    if (doc.routes === undefined) problems.missing(['routes'], 'at least one route');
+    else problems.add(['routes'], 'at least one route', doc.routes);
   }
   if (problems.list.length > 0) return { issues: problems.list };
   const format = upgraded.format;

@@ -10,21 +10,42 @@ export function span(ms: number): string {
 }
 
 /**
+ * A policy's parameters under the names a policy file gives them: `{ limit, windowMs }`
+ * (fixed window, sliding windows), `{ capacity, refillTokens, refillIntervalMs }` (token
+ * bucket), `{ limit, periodMs, burst }` (GCRA, whose `limit` is the rate its emission
+ * interval gives: `periodMs` × 1000 / the interval in µs, rounded up to a whole µs). Not the
+ * policy's `limit` and `quotaWindowMs`, which for a token bucket and GCRA are the burst and
+ * the time to refill it.
+ */
+export function policyParameters(policy: Policy): Record<string, number> {
+  const p = policy as Policy & Record<string, number | undefined>;
+  if (typeof p.windowMs === 'number') return { limit: policy.limit, windowMs: p.windowMs };
+  if (typeof p.refillIntervalMs === 'number') {
+    return {
+      capacity: p.capacity as number,
+      refillTokens: p.refillTokens as number,
+      refillIntervalMs: p.refillIntervalMs,
+    };
+  }
+  if (typeof p.periodMs === 'number' && typeof p.emissionIntervalUs === 'number') {
+    const rate = Math.round((p.periodMs * 1000) / p.emissionIntervalUs);
+    return { limit: rate, periodMs: p.periodMs, burst: p.burst as number };
+  }
+  return { limit: policy.limit, windowMs: policy.quotaWindowMs };
+}
+
+/**
  * A policy in words, from its own parameters: `fixed-window, 10 per 60 s`,
  * `token-bucket, 20 tokens, 5 more every 1 s`, `gcra, 10 per 1 s, bursts of 5`.
  */
 export function describePolicy(policy: Policy): string {
-  const p = policy as Policy & Record<string, number | undefined>;
   const version = policy.version === '1' ? '' : `, version ${policy.version}`;
-  if (typeof p.windowMs === 'number') {
-    return `${policy.algorithm}, ${policy.limit} per ${span(p.windowMs)}${version}`;
-  }
-  if (typeof p.refillIntervalMs === 'number') {
+  const p = policyParameters(policy);
+  if (p.refillIntervalMs !== undefined) {
     return `${policy.algorithm}, ${p.capacity} tokens, ${p.refillTokens} more every ${span(p.refillIntervalMs)}${version}`;
   }
-  if (typeof p.periodMs === 'number' && typeof p.emissionIntervalUs === 'number') {
-    const rate = Math.round((p.periodMs * 1000) / p.emissionIntervalUs);
-    return `${policy.algorithm}, ${rate} per ${span(p.periodMs)}, bursts of ${p.burst}${version}`;
+  if (p.periodMs !== undefined) {
+    return `${policy.algorithm}, ${p.limit} per ${span(p.periodMs)}, bursts of ${p.burst}${version}`;
   }
-  return `${policy.algorithm}, ${policy.limit} per ${span(policy.quotaWindowMs)}${version}`;
+  return `${policy.algorithm}, ${p.limit} per ${span(p.windowMs as number)}${version}`;
 }

@@ -17,15 +17,16 @@ export interface Issue {
 }
 
 /**
- * A value of the policy file, as a message shows it: the operator wrote it, so a string is
- * shown as written (JSON, cut at 60 characters, control characters escaped), numbers and
- * booleans as they are, an absent value not at all, anything else by its type.
+ * A value of the policy file (or of a command's option), as a message shows it: the operator
+ * wrote it, so a string is shown as written (JSON, control characters escaped; a longer one
+ * cut at 60 characters, with its length), numbers and booleans as they are, an absent value
+ * not at all, anything else by its type.
  */
 export function shown(value: unknown): string {
   if (value === undefined) return '';
   if (typeof value === 'string') {
-    const text = JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-    return `string ${text}`;
+    if (value.length <= 60) return `string ${JSON.stringify(value)}`;
+    return `string ${JSON.stringify(`${value.slice(0, 60)}…`)} (${value.length.toLocaleString('en-US')} characters)`;
   }
   if (typeof value === 'boolean') return String(value);
   if (Array.isArray(value)) return `an array of ${value.length}`;
@@ -33,6 +34,9 @@ export function shown(value: unknown): string {
   if (typeof value === 'object') return 'an object';
   return new InvalidInputError('x', 'y', value).received;
 }
+
+/** How a message shows a required field the file does not have. */
+export const MISSING = 'nothing (the field is missing)';
 
 /** The `InvalidInputError` of one problem, its value shown as the file has it. */
 export function issueError(issue: Issue): InvalidInputError {
@@ -80,8 +84,19 @@ export class Problems {
     return fieldPath(this.origin(path));
   }
 
-  add(path: Path, expected: string, value: unknown): void {
-    this.list.push({ field: this.where(path), expected, value });
+  /** A problem at `path`; `received` (see {@link Issue}) when `shown(value)` would not say it. */
+  add(path: Path, expected: string, value: unknown, received?: string): void {
+    this.list.push({
+      field: this.where(path),
+      expected,
+      value,
+      ...(received === undefined ? {} : { received }),
+    });
+  }
+
+  /** A required field that the file does not have, at `path`. */
+  missing(path: Path, expected: string): void {
+    this.list.push({ field: this.where(path), expected, value: undefined, received: MISSING });
   }
 
   /** Adds zod's issues for `input` (parsed at `path`); returns the data when valid. */
@@ -101,7 +116,11 @@ export class Problems {
           );
         }
       } else if (issue.code === 'invalid_union' && 'discriminator' in issue) {
-        this.add(at, `one of ${ALGORITHMS.map((a) => `"${a}"`).join(', ')}`, value);
+        const expected = `one of ${ALGORITHMS.map((a) => `"${a}"`).join(', ')}`;
+        if (value === undefined) this.missing(at, expected);
+        else this.add(at, expected, value);
+      } else if (value === undefined && issue.code === 'invalid_type') {
+        this.missing(at, issue.message);
       } else {
         this.add(at, issue.message, value);
       }

@@ -23,7 +23,7 @@ export function planOf(config: PolicyConfig, tenant: string): string | undefined
  * plan, else `defaultPlan`), else the route's.
  *
  * @throws {InvalidInputError} `route` when the file has no such route, `tenant` when it is
- *   not a non-empty string.
+ *   not a non-empty string of at most 65,536 characters.
  */
 export function routeLimits(config: PolicyConfig, route: string, tenant: string): RouteLimits {
   const settings = config.routes.get(route);
@@ -36,7 +36,11 @@ export function routeLimits(config: PolicyConfig, route: string, tenant: string)
     );
   }
   if (typeof tenant !== 'string' || tenant.length === 0 || tenant.length > MAX_SCOPE_PART_LENGTH) {
-    throw new InvalidInputError('tenant', 'a non-empty string', tenant);
+    throw new InvalidInputError(
+      'tenant',
+      `a non-empty string of at most ${MAX_SCOPE_PART_LENGTH} characters`,
+      tenant,
+    );
   }
   const found = resolve(config, route, tenant);
   return { route, tenant, ...found, names: limitNames(found.limits, route, 'limits'), settings };

@@ -14,13 +14,22 @@ const positive = z
   .int({ error: 'a positive integer' })
   .positive({ error: 'a positive integer' });
 
+/** What a policy's `version` must be, in the words of the builders. */
+const VERSION = 'a non-negative safe integer or 1–64 characters of [A-Za-z0-9._-]';
+
 /** The optional identity of an inline policy. */
 export const identity = {
   name: z.string({ error: 'a string of 1–64 characters of [A-Za-z0-9._:/-]' }).optional(),
+  // Each member carries the message too: a union reports the issues of the one member whose
+  // type matches (a negative number: the number's), in zod's words otherwise.
   version: z
-    .union([z.number().int().nonnegative(), z.string()], {
-      error: 'a non-negative integer or a string',
-    })
+    .union(
+      [
+        z.number({ error: VERSION }).int({ error: VERSION }).nonnegative({ error: VERSION }),
+        z.string({ error: VERSION }),
+      ],
+      { error: VERSION },
+    )
     .optional(),
 };
 
@@ -56,29 +65,34 @@ export const ALGORITHMS = Object.keys(PARAMETERS) as Algorithm[];
 
 /** An inline policy `{ algorithm, …parameters }` with the fields of `extra`, strictly. */
 export function inlinePolicy<S extends z.ZodRawShape>(extra: S) {
-  return z.discriminatedUnion('algorithm', [
-    z.strictObject({
-      algorithm: z.literal('fixed-window'),
-      ...PARAMETERS['fixed-window'],
-      ...extra,
-    }),
-    z.strictObject({
-      algorithm: z.literal('sliding-window-log'),
-      ...PARAMETERS['sliding-window-log'],
-      ...extra,
-    }),
-    z.strictObject({
-      algorithm: z.literal('sliding-window-counter'),
-      ...PARAMETERS['sliding-window-counter'],
-      ...extra,
-    }),
-    z.strictObject({
-      algorithm: z.literal('token-bucket'),
-      ...PARAMETERS['token-bucket'],
-      ...extra,
-    }),
-    z.strictObject({ algorithm: z.literal('gcra'), ...PARAMETERS.gcra, ...extra }),
-  ]);
+  const error = { error: 'an inline policy: an object { "algorithm", … }' };
+  return z.discriminatedUnion(
+    'algorithm',
+    [
+      z.strictObject({
+        algorithm: z.literal('fixed-window'),
+        ...PARAMETERS['fixed-window'],
+        ...extra,
+      }),
+      z.strictObject({
+        algorithm: z.literal('sliding-window-log'),
+        ...PARAMETERS['sliding-window-log'],
+        ...extra,
+      }),
+      z.strictObject({
+        algorithm: z.literal('sliding-window-counter'),
+        ...PARAMETERS['sliding-window-counter'],
+        ...extra,
+      }),
+      z.strictObject({
+        algorithm: z.literal('token-bucket'),
+        ...PARAMETERS['token-bucket'],
+        ...extra,
+      }),
+      z.strictObject({ algorithm: z.literal('gcra'), ...PARAMETERS.gcra, ...extra }),
+    ],
+    error,
+  );
 }
 
 /** An inline policy (in a route, a plan, a tenant override, or the `policies` map). */
@@ -86,32 +100,34 @@ export const definition = inlinePolicy(identity);
 export type Definition = z.infer<typeof definition>;
 
 /** A route as an object with settings: `{ policy?, per?, cost?, failureMode?, … }`. */
-export const routeObject = z.strictObject({
-  policy: z.unknown().optional(),
-  per: per.optional(),
-  ...routeSettings,
-});
+export const routeObject = z.strictObject(
+  { policy: z.unknown().optional(), per: per.optional(), ...routeSettings },
+  { error: 'a route object { "policy", "per"?, "cost"?, "failureMode"?, … }' },
+);
 
 /** `{ policy, per }`. */
-export const scopedLimit = z.strictObject({
-  policy: z.unknown().optional(),
-  per: per.optional(),
-});
+export const scopedLimit = z.strictObject(
+  { policy: z.unknown().optional(), per: per.optional() },
+  { error: 'an object { "policy", "per" }' },
+);
 
 /** A tenant: `{ plan?, routes? }`. */
-export const tenantObject = z.strictObject({
-  plan: z.string({ error: 'the name of a plan' }).optional(),
-  routes: z.unknown().optional(),
-});
+export const tenantObject = z.strictObject(
+  { plan: z.string({ error: 'the name of a plan' }).optional(), routes: z.unknown().optional() },
+  { error: 'an object { "plan"?, "routes"? }' },
+);
 
 /** The document's top-level fields. */
-export const documentObject = z.strictObject({
-  policies: z.unknown().optional(),
-  routes: z.unknown().optional(),
-  plans: z.unknown().optional(),
-  defaultPlan: z.string({ error: 'the name of a plan' }).optional(),
-  tenants: z.unknown().optional(),
-});
+export const documentObject = z.strictObject(
+  {
+    policies: z.unknown().optional(),
+    routes: z.unknown().optional(),
+    plans: z.unknown().optional(),
+    defaultPlan: z.string({ error: 'the name of a plan' }).optional(),
+    tenants: z.unknown().optional(),
+  },
+  { error: 'a JSON object with "routes"' },
+);
 
 /**
  * A route template: a method and a path, e.g. `POST/orders/:id`, in printable ASCII without

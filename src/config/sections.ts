@@ -10,7 +10,7 @@ import type { FailureMode } from '../http/core.js';
 import type { LimitScope, ResolvedLimit } from '../http/limits.js';
 import type { Built, LimitBuilder } from './limit-builder.js';
 import type { Path } from './paths.js';
-import { entriesOf, type Issue, isObject, type Problems } from './problems.js';
+import { entriesOf, type Issue, isObject, MISSING, type Problems } from './problems.js';
 import { NAME, ROUTE, ROUTE_EXPECTED, routeObject, tenantObject } from './schema.js';
 import type { RouteSettings } from './types.js';
 
@@ -115,7 +115,7 @@ function routeObjectOf(
   }
   if (r === undefined) return { settings, built: { limits: [], ok: false } };
   if (per !== undefined) {
-    b.problems.add([...path, 'policy'], 'the policy that "per" applies to', undefined);
+    b.problems.missing([...path, 'policy'], 'the policy that "per" applies to');
     return { settings, built: { limits: [], ok: false } };
   }
   return { settings, built: undefined };
@@ -128,7 +128,7 @@ function routeOptions(
   r: { cost?: number; failureMode?: FailureMode; failOpenLimit?: number; shadow?: boolean },
 ): Settings | undefined {
   if (r.failureMode === 'fail-open' && r.failOpenLimit === undefined) {
-    problems.add([...path, 'failOpenLimit'], 'a positive integer with "fail-open"', undefined);
+    problems.missing([...path, 'failOpenLimit'], 'a positive integer with "fail-open"');
     return undefined;
   }
   return {
@@ -275,18 +275,19 @@ export function checkFallbacks(
     if (routes.broken.has(route) || routes.defaults.has(route)) continue;
     for (const [plan, table] of plans.tables) {
       if (!table.has(route)) {
-        problems.add(
+        problems.missing(
           ['plans', plan, route],
           `the limits of plan "${plan}" on ${route} (the route has none of its own in "routes" to fall back on)`,
-          undefined,
         );
       }
     }
     if (defaultPlan === undefined) {
+      // The route is in "routes" without a "policy", or only in plans.
       problems.add(
         ['routes', route],
         `given limits for tenants without a plan (the plans give ${route} limits for their own tenants only): give the route its own "policy", or set "defaultPlan"`,
         undefined,
+        routes.keys.includes(route) ? 'a route object without "policy"' : MISSING,
       );
     }
   }

@@ -376,8 +376,9 @@ describe('sluice reset', () => {
     // The reset epoch changed: every limiter's denial cache follows.
     assert.notEqual(after.get('rate:reset-epoch'), undefined);
 
-    // Every limit of the route, as JSON: the tenant-wide one too (it is one of them).
-    const all = await sluice([...args, '--yes', '--json']);
+    // Every limit of the route, as JSON: with --include-shared, the route's and the
+    // tenant-wide ones too.
+    const all = await sluice([...args, '--include-shared', '--yes', '--json']);
     assert.equal(all.code, 0, all.stderr);
     assert.deepEqual(
       json(all).reset.map((r: { name: string; key: string; deleted: boolean }) => [
@@ -391,6 +392,7 @@ describe('sluice reset', () => {
         ['api', mine.get('api'), true],
       ],
     );
+    assert.deepEqual(json(all).left, []);
     const left = await snapshot(admin);
     for (const key of mine.values()) assert.equal(left.has(key), false, key);
     const reset = new Set(mine.values());
@@ -407,6 +409,84 @@ describe('sluice reset', () => {
     const unknown = await sluice([...args, '--policy', 'nope', '--yes']);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no limit named "nope".*\nIts limits: burst, hourly, api/);
+  });
+
+  it('--user resets only what is the user’s own; --include-shared also the tenant’s shared limits; without --user only the shared ones', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const admin = await redis.admin();
+    const u1 = await spend(limiter, 'POST/orders', 'stark', 'u1', 2);
+    const u2 = await spend(limiter, 'POST/orders', 'stark', 'u2', 1);
+    const base = ['reset', '--config', file, '--route', 'POST/orders', '--tenant', 'stark'];
+    // The keys of this test only: another test's may expire meanwhile.
+    const keys = new Set([...u1.values(), ...u2.values()]);
+    const withoutEpoch = (m: Map<string, string>) =>
+      new Map([...m].filter(([key]) => keys.has(key)));
+    const changed = (a: Map<string, string>, b: Map<string, string>) =>
+      [...new Set([...a.keys(), ...b.keys()])].filter((k) => a.get(k) !== b.get(k)).sort();
+
+    // --user: only u1's own key; the route's and the tenant's, which u2 shares, are left.
+    let before = withoutEpoch(await snapshot(admin));
+    const own = await sluice([...base, '--user', 'u1', '--yes', ...url()]);
+    assert.equal(own.code, 0, own.stderr);
+    assert.deepEqual(changed(before, withoutEpoch(await snapshot(admin))), [u1.get('hourly')]);
+    assert.match(own.stdout, /the state of:\n {2}hourly {2}per user on this route\n/);
+    assert.match(
+      own.stdout,
+      /left as it is:\n {2}burst {2}counted per route, shared by every user of tenant "stark": add --include-shared/,
+    );
+    assert.match(own.stdout, /^Left as they are \(see above\): burst, api\.$/m);
+    const ownJson = json(await sluice([...base, '--user', 'u1', '--yes', '--json', ...url()]));
+    assert.deepEqual(
+      ownJson.reset.map((r: { name: string }) => r.name),
+      ['hourly'],
+    );
+    assert.deepEqual(
+      ownJson.left.map((l: { name: string; per: string; key: string }) => [l.name, l.per, l.key]),
+      [
+        ['burst', 'route', u1.get('burst')],
+        ['api', 'tenant', u1.get('api')],
+      ],
+    );
+    assert.equal(ownJson.includeShared, false);
+
+    // Without --user: the shared limits; every user's own key is left (no scan finds them).
+    before = withoutEpoch(await snapshot(admin));
+    const shared = await sluice([...base, '--yes', '--json', ...url()]);
+    assert.equal(shared.code, 0, shared.stderr);
+    assert.deepEqual(
+      changed(before, withoutEpoch(await snapshot(admin))),
+      [u1.get('api'), u1.get('burst')].sort(),
+    );
+    assert.equal(await admin.client.exists(u2.get('hourly') as string), 1);
+    assert.deepEqual(
+      json(shared).left.map((l: { name: string; key: null }) => [l.name, l.key]),
+      [['hourly', null]],
+    );
+    assert.match(json(shared).left[0].reason, /give --user.*scan of the keyspace/);
+
+    // Refused, nothing changed: --user on a route with no limit per user (acme's plan on
+    // POST/orders), --include-shared without --user, --policy of a limit the options leave.
+    before = withoutEpoch(await snapshot(admin));
+    const epoch = await admin.client.get('rate:reset-epoch');
+    const refusals = await Promise.all([
+      sluice([...base.slice(0, -1), 'acme', '--user', 'ann', '--yes', ...url()]),
+      sluice([...base, '--include-shared', '--yes', ...url()]),
+      sluice([...base, '--user', 'u1', '--policy', 'burst', '--yes', ...url()]),
+      sluice([...base, '--policy', 'hourly', '--yes', ...url()]),
+    ]);
+    assert.deepEqual(withoutEpoch(await snapshot(admin)), before);
+    assert.equal(await admin.client.get('rate:reset-epoch'), epoch);
+    assert.deepEqual(
+      refusals.map((r) => r.code),
+      [2, 2, 2, 2],
+    );
+    assert.match(
+      refusals[0]?.stderr ?? '',
+      /--user: no limit of POST\/orders for tenant "acme" is counted per user \(its limits: burst-pro per route, api per tenant\)/,
+    );
+    assert.match(refusals[1]?.stderr ?? '', /--include-shared goes with --user/);
+    assert.match(refusals[2]?.stderr ?? '', /--policy burst: .*add --include-shared/);
+    assert.match(refusals[3]?.stderr ?? '', /--policy hourly: .*give --user/);
   });
 
   const hasScript = spawnSync('script', ['--version']).status === 0;
@@ -427,6 +507,7 @@ describe('sluice reset', () => {
       'wonka',
       '--user',
       'w1',
+      '--include-shared',
       ...url(),
     ]
       .map((a) => `'${a}'`)
@@ -475,6 +556,12 @@ describe('sluice stats', () => {
     ];
     for (const [limiter, scope, policy] of policies) await limiter.take(scope, policy);
     await admin.client.set('st-app:cache', 'not a sluice key');
+    // A reset epoch, a key of sluice's shape whose tag this version does not read, and a
+    // key of the namespace "st-rate:x", which MATCH st-rate:* finds too.
+    await rate.reset({ tenant: 'c', route: 'GET/x' }, fw);
+    const hex = (n: number) => 'ab'.repeat(n / 2);
+    await admin.client.set(`st-rate:{${hex(32)}}:swl.${hex(16)}:${hex(32)}`, 'x', { PX: 60_000 });
+    await new RateLimiter({ client, namespace: 'st-rate:x' }).take({ tenant: 'a' }, fw);
 
     const [all, only] = await Promise.all([
       sluice(['stats', '--json', ...url()]),
@@ -493,7 +580,7 @@ describe('sluice stats', () => {
       },
       tenantWideKeys: 1,
       tenants: 2,
-      resetEpoch: false,
+      resetEpoch: true,
     });
     assert.deepEqual(report.namespaces['st-ip'].algorithms, {
       'fixed-window': 0,
@@ -504,6 +591,17 @@ describe('sluice stats', () => {
     });
     assert.equal(report.namespaces['st-ip'].tenants, 2);
     assert.ok(report.otherKeys >= 1);
+    assert.ok(report.otherKeysByKind.unknownKind >= 1);
+    // Every key scanned is counted once: in a namespace, as a reset epoch, or as another kind.
+    const namespaces = Object.values(report.namespaces) as { keys: number; resetEpoch: boolean }[];
+    assert.equal(
+      namespaces.reduce((n, c) => n + c.keys + (c.resetEpoch ? 1 : 0), 0) + report.otherKeys,
+      report.scan.scanned,
+    );
+    assert.equal(
+      report.otherKeys,
+      Object.values(report.otherKeysByKind as Record<string, number>).reduce((a, b) => a + b),
+    );
     assert.equal(report.scan.complete, true);
     assert.equal(report.server.maxmemoryPolicy, 'noeviction');
     assert.equal(report.server.role, 'master');
@@ -517,6 +615,29 @@ describe('sluice stats', () => {
       const text = await sluice(['stats', '--namespace', 'st-rate', ...url()]);
       assert.equal(text.code, 0, text.stderr);
       assert.match(text.stdout, /maxmemory-policy allkeys-lru/);
+      // The lines of the text account for every key scanned.
+      const scanned = Number(/^scanned: (\d+) keys/m.exec(text.stdout)?.[1]);
+      const kinds =
+        /^the \d+ keys scanned, by kind:\n((?: {2}.*\n)+)/m.exec(text.stdout)?.[1] ?? '';
+      const lines = kinds.trimEnd().split('\n');
+      const byKind = Object.fromEntries(
+        lines.map((l) => {
+          const m = /^ {2}(.*?) +(\d+)$/.exec(l);
+          return [m?.[1], Number(m?.[2])];
+        }),
+      );
+      assert.deepEqual(byKind, {
+        'sluice keys (the table above)': 3,
+        'reset epochs (<namespace>:reset-epoch)': 1,
+        'sluice keys of an algorithm tag unknown here (another version’s)': 1,
+        'sluice keys of other namespaces under st-rate:*': 1,
+        'other keys (not sluice’s)': 0,
+      });
+      assert.equal(
+        Object.values(byKind as Record<string, number>).reduce((a, b) => a + b),
+        scanned,
+      );
+      assert.equal(scanned, 6);
       assert.match(text.stdout, /^namespace +keys +tenants +fixed-window .*\nst-rate +3 +2 +2 /m);
       assert.match(
         text.stderr,
@@ -573,6 +694,37 @@ describe('sluice check-config', () => {
         ['GET/search', false],
       ],
     );
+    // Each policy's parameters as the file writes them (not a token bucket's or GCRA's
+    // internal burst and refill time).
+    const policies = new Map(
+      report.policies.map((p: { name: string; id: string; version: string }) => {
+        const { id: _, version: __, ...rest } = p;
+        return [p.name, rest];
+      }),
+    );
+    assert.deepEqual(policies.get('api'), {
+      name: 'api',
+      algorithm: 'token-bucket',
+      capacity: 100,
+      refillTokens: 1,
+      refillIntervalMs: 60_000,
+      description: 'token-bucket, 100 tokens, 1 more every 60 s',
+    });
+    assert.deepEqual(policies.get('steady'), {
+      name: 'steady',
+      algorithm: 'gcra',
+      limit: 10,
+      periodMs: 60_000,
+      burst: 10,
+      description: 'gcra, 10 per 60 s, bursts of 10',
+    });
+    assert.deepEqual(policies.get('burst'), {
+      name: 'burst',
+      algorithm: 'fixed-window',
+      limit: 5,
+      windowMs: 60_000,
+      description: 'fixed-window, 5 per 60 s',
+    });
   });
 
   it('an invalid file: exit 1 and every problem with its path; not JSON: 1; unreadable: 2', async () => {
@@ -634,6 +786,50 @@ describe('sluice check-config', () => {
     assert.equal(inspect.code, 1);
     assert.match(inspect.stderr, /not a valid policy file \(6 problems/);
     assert.ok(inspect.stderr.includes('tenants.acme.plan must be'));
+  });
+
+  it('each problem quotes the value: of the file (a misspelt failureMode), of --tenant and --user', async () => {
+    const typo = join(dir, 'typo.json');
+    writeFileSync(
+      typo,
+      JSON.stringify({
+        routes: {
+          'POST/a': {
+            algorithm: 'fixed-window',
+            limit: 1,
+            windowMs: 1000,
+            failureMode: 'failopen',
+          },
+        },
+      }),
+    );
+    const scope = ['--config', file, '--route', 'GET/search', ...url()];
+    const [check, longTenant, emptyUser] = await Promise.all([
+      sluice(['check-config', typo]),
+      sluice(['inspect', ...scope, '--tenant', 't'.repeat(70_000), '--user', 'u']),
+      sluice(['reset', ...scope, '--tenant', 't', '--user', '', '--yes']),
+    ]);
+    assert.equal(check.code, 1);
+    assert.ok(
+      check.stderr.includes(
+        'routes["POST/a"].failureMode must be "fail-closed" or "fail-open"; received string "failopen"',
+      ),
+      check.stderr,
+    );
+    assert.equal(longTenant.code, 2);
+    assert.ok(
+      longTenant.stderr.includes(
+        `--tenant must be a non-empty string of at most 65536 characters; received string "${'t'.repeat(60)}…" (70,000 characters)`,
+      ),
+      longTenant.stderr,
+    );
+    assert.equal(emptyUser.code, 2);
+    assert.ok(
+      emptyUser.stderr.includes(
+        '--user must be a non-empty string of at most 65536 characters; received string ""',
+      ),
+      emptyUser.stderr,
+    );
   });
 
   it('a key twice in one object: exit 1 with its path, for check-config, inspect and reset', async () => {
@@ -789,12 +985,14 @@ describe('sluice: control characters from a user', () => {
       }),
     );
     const scope = ['--config', evil, '--route', 'POST/orders', '--tenant', tenant, '--user', user];
+    // A route with a limit per user for the tenant's plan: reset takes --user there only.
+    const resetScope = scope.map((a) => (a === 'POST/orders' ? 'GET/search' : a));
     const runs = await allOf({
       inspect: sluice(['inspect', ...scope, ...url()]),
       inspectJson: sluice(['inspect', ...scope, '--json', ...url()]),
-      reset: sluice(['reset', ...scope, '--yes', ...url()]),
-      resetJson: sluice(['reset', ...scope, '--yes', '--json', ...url()]),
-      noPolicy: sluice(['reset', ...scope, '--policy', 'n\x1bo', '--yes', ...url()]),
+      reset: sluice(['reset', ...resetScope, '--yes', ...url()]),
+      resetJson: sluice(['reset', ...resetScope, '--yes', '--json', ...url()]),
+      noPolicy: sluice(['reset', ...resetScope, '--policy', 'n\x1bo', '--yes', ...url()]),
       noRoute: sluice([
         'inspect',
         ...scope.slice(0, 2),
@@ -834,7 +1032,7 @@ describe('sluice: control characters from a user', () => {
     assert.equal(runs.noPolicy.code, 1);
     assert.ok(
       runs.noPolicy.stderr.includes(
-        `no limit named "n\\x1bo" on POST/orders for tenant "${shownTenant}"`,
+        `no limit named "n\\x1bo" on GET/search for tenant "${shownTenant}"`,
       ),
     );
     assert.equal(runs.noRoute.code, 1);
@@ -847,7 +1045,10 @@ describe('sluice: control characters from a user', () => {
     assert.ok(runs.missing.stderr.includes('gone\\r\\u009b.json'), runs.missing.stderr);
     assert.ok(json(runs.missingJson).error.includes('gone\r\x9b.json'), 'JSON: the path as given');
     assert.equal(runs.namespace.code, 2);
-    assert.ok(runs.namespace.stderr.includes('not "n\\x1b]0;owned\\x07"'), runs.namespace.stderr);
+    assert.ok(
+      runs.namespace.stderr.includes('received string "n\\u001b]0;owned\\u0007"'),
+      runs.namespace.stderr,
+    );
     assert.equal(runs.badUrl.code, 2);
     assert.ok(runs.badUrl.stderr.includes('redis://127.0.0.1:1/\\x1b[2J'), runs.badUrl.stderr);
     assert.equal(runs.cost.code, 2);
