@@ -40,7 +40,8 @@ export interface Scope {
  * - `resetMs`: ms until the scope is back to a clean state: the window ends (fixed window;
  *   0 when there is none, e.g. a denied oversize cost on a fresh scope), the window holds
  *   nothing (log), both windows are empty (counter), the bucket is full (token bucket), the
- *   full burst is available (GCRA).
+ *   full burst is available (GCRA). A take reports it after its decision; a `peek`, which
+ *   takes nothing, from the state now (0 on a scope without state).
  * - `retryAfterMs`: 0 when allowed; when denied, the ms after which the same cost succeeds
  *   absent other traffic, exactly (one ms earlier fails) — for the fixed window
  *   `resetMs + 1`, since Redis expires a key only once its expiry time has passed;

@@ -19,7 +19,8 @@
 --   allowed       1 = admitted and counted, 0 = denied and nothing written
 --   remaining     units still admissible in this window, clamped to [0, limit]; dry and
 --                 admitted (a peek), the units admissible now, the cost not taken
---   resetMs       milliseconds until the window ends (0 when no window exists)
+--   resetMs       milliseconds until the window ends (0 when no window exists); dry and
+--                 admitted (a peek), the window now: 0 when there is none
 --   retryAfterMs  0 when admitted; when denied, ms until the same cost fits: resetMs + 1,
 --                 because Redis expires a key only once its expiry time has passed;
 --                 -1 when cost > limit, which can never fit
@@ -64,7 +65,7 @@ if not used then
     return { 0, limit, 0, -1 } -- can never fit: write nothing
   end
   -- The first take starts the window: counter and TTL in one command.
-  if dry then return { 1, limit, window, 0 } end
+  if dry then return { 1, limit, 0, 0 } end -- a peek: no window now
   redis.call('SET', key, cost, 'PX', window)
   return { 1, limit - cost, window, 0 }
 end

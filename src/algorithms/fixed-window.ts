@@ -89,7 +89,7 @@ export const fixedWindowTwin: Twin = (state, key, args, { dry, probe }) => {
   }
   if (used === undefined) {
     if (cost > limit) return [0, limit, 0, -1];
-    if (dry) return [1, limit, window, 0];
+    if (dry) return [1, limit, 0, 0];
     state.set(key, 'string', cost, window);
     return [1, limit - cost, window, 0];
   }

@@ -16,7 +16,8 @@
 -- Returns { allowed, remaining, resetMs, retryAfterMs } (times rounded up to whole ms):
 --   remaining     units admissible at once now, after this decision; dry and admitted (a
 --                 peek), the units admissible at once now, the cost not taken
---   resetMs       ms until TAT ≤ now, when the full burst is available again
+--   resetMs       ms until TAT ≤ now, when the full burst is available again; dry and
+--                 admitted (a peek), from the TAT now, the cost not taken (0: no debt)
 --   retryAfterMs  0 when admitted; when denied, ms until the same cost is admitted;
 --                 -1 when cost > burst, which can never fit
 -- The key lives until TAT, when an absent key means the same.
@@ -102,6 +103,7 @@ if cost > burst or allow_at > now then
   return { 0, remaining, real(ms_up(tat - now), 0), retry }
 end
 
-if dry then return { 1, remaining, ms_up(new_tat - now), 0 } end
+-- A peek: the state now (admitted, so TAT ≤ now + τ: no clock step to cap).
+if dry then return { 1, remaining, ms_up(tat - now), 0 } end
 redis.call('SET', key, string.format('%d', new_tat), 'PX', ms_up(new_tat - now))
 return { 1, floor_div(tolerance - (new_tat - now), interval), ms_up(new_tat - now), 0 }

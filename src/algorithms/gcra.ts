@@ -125,7 +125,7 @@ export const gcraTwin: Twin = (state, key, args, { dry, probe }) => {
     const retry = cost > burst ? -1 : real(msUp(allowAt - now), 1);
     return [0, remaining, real(msUp(tat - now), 0), retry];
   }
-  if (dry) return [1, remaining, msUp(newTat - now), 0];
+  if (dry) return [1, remaining, msUp(tat - now), 0];
   state.set(key, 'string', newTat, msUp(newTat - now));
   return [1, floorDiv(tolerance - (newTat - now), interval), msUp(newTat - now), 0];
 };

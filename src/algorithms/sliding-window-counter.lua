@@ -18,7 +18,8 @@
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
 --   remaining     units admissible now after this decision; dry and admitted (a peek),
 --                 the units admissible now, the cost not taken
---   resetMs       ms until both windows are empty (the end of the next window)
+--   resetMs       ms until both windows are empty (the end of the next window); dry and
+--                 admitted (a peek), from the counts now, the cost not taken (0: both empty)
 --   retryAfterMs  0 when admitted; when denied, ms until `cost` fits absent other traffic;
 --                 -1 when cost > limit, which can never fit
 --
@@ -146,7 +147,11 @@ end
 -- The count matters until the end of the next window (at most one horizon from now, also
 -- when now stands still ahead of the clock).
 ttl = math.min((index + 2) * window - now, horizon)
-if dry then return { 1, remaining, real(2 * window - elapsed, 0), 0 } end
+if dry then
+  -- A peek: the state now, the cost not taken.
+  if reset == 0 then return { 1, remaining, 0, 0 } end
+  return { 1, remaining, real(reset, 0), 0 }
+end
 current = current + cost
 redis.call('HSET', key, 'w', string.format('%d', index), 'c', current, 'p', previous)
 redis.call('PEXPIRE', key, ttl)

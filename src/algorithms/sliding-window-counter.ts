@@ -146,7 +146,7 @@ export const slidingWindowCounterTwin: Twin = (state, key, args, { dry, probe })
     return [0, remaining, real(reset, 0), real(Math.max(retry, 1), 1)];
   }
   ttl = Math.min((index + 2) * window - now, horizon);
-  if (dry) return [1, remaining, real(2 * window - elapsed, 0), 0];
+  if (dry) return [1, remaining, reset === 0 ? 0 : real(reset, 0), 0];
   state.set(key, 'hash', { w: index, c: current + cost, p: previous }, ttl);
   return [1, floorDiv(room - cost * window, window), real(2 * window - elapsed, 0), 0];
 };

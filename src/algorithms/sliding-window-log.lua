@@ -31,7 +31,8 @@
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
 --   remaining     units admissible now after this decision; dry and admitted (a peek),
 --                 the units admissible now, the cost not taken
---   resetMs       ms until the window holds nothing (the newest entry leaves)
+--   resetMs       ms until the window holds nothing (the newest entry leaves); dry and
+--                 admitted (a peek), from the log now, the cost not taken (0: nothing in it)
 --   retryAfterMs  0 when admitted; when denied, ms until enough old entries have left for
 --                 `cost` to fit; -1 when cost > limit, which can never fit
 -- The key expires `windowMs` after the newest admission, when it would be empty anyway.
@@ -184,7 +185,12 @@ if count + cost > limit then
   return { 0, math.max(limit - count, 0), real(reset, 0), real(wait, 1) }
 end
 
-if dry then return { 1, limit - count, window, 0 } end
+if dry then
+  -- A peek: the state now, the cost not taken. A wait a clock step made longer is capped by
+  -- the life the newest admission gave the key, as its answer was (no PTTL read).
+  ttl = window
+  return { 1, limit - count, real(reset, 0), 0 }
+end
 redis.call('ZADD', key, string.format('%d', now), string.format('%016d:%d', total + cost, cost))
 -- The newest entry leaves the window `window` from now (later, if now stands ahead of the
 -- clock: the key still expires within one window).

@@ -234,7 +234,10 @@ export const slidingWindowLogTwin: Twin = (state, key, args, { dry, probe }) => 
     const wait = Math.ceil((found as number) + window - now + lag);
     return [0, Math.max(limit - count, 0), real(reset, 0), real(wait, 1)];
   }
-  if (dry) return [1, limit - count, window, 0];
+  if (dry) {
+    ttl = window;
+    return [1, limit - count, real(reset, 0), 0];
+  }
   const member = memberOf(total + cost, cost);
   if (state.pttl(key) === -2) state.set(key, 'zset', [[now, member]], window);
   else {

@@ -21,7 +21,8 @@
 -- Returns { allowed, remaining, resetMs, retryAfterMs }:
 --   remaining     whole tokens left after this decision; dry and admitted (a peek), the
 --                 whole tokens there now, the cost not taken
---   resetMs       ms until the bucket is full again
+--   resetMs       ms until the bucket is full again; dry and admitted (a peek), from the
+--                 tokens there now, the cost not taken (0: full)
 --   retryAfterMs  0 when admitted; when denied, ms until `cost` tokens are there;
 --                 -1 when cost > capacity, which can never fit
 -- The key lives until the bucket is full again, at most one horizon.
@@ -120,11 +121,15 @@ if cost > capacity or scaled < need then
   return { 0, floor_div(scaled, interval), real(reset, 0), retry }
 end
 
-local left = floor_div(scaled, interval) -- whole tokens now
+if dry then
+  -- A peek: the state now, the cost not taken. A wait a clock step made longer is capped by
+  -- the life a write now would give the key, as the last take's answer was (no PTTL read).
+  ttl = math.min(math.max(reset, 1), horizon)
+  return { 1, floor_div(scaled, interval), real(reset, 0), 0 }
+end
 scaled = scaled - need
 reset = ceil_div(full - scaled, rate) + lag
 ttl = math.min(math.max(reset, 1), horizon)
-if dry then return { 1, left, real(reset, 0), 0 } end
 redis.call('HSET', key, 's', string.format('%d', scaled), 't', string.format('%d', stamp))
 redis.call('PEXPIRE', key, ttl)
 return { 1, floor_div(scaled, interval), real(reset, 0), 0 }

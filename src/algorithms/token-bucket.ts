@@ -132,11 +132,13 @@ export const tokenBucketTwin: Twin = (state, key, args, { dry, probe }) => {
     const retry = cost > capacity ? -1 : real(ceilDiv(need - scaled, rate) + lag, 1);
     return [0, floorDiv(scaled, interval), real(reset, 0), retry];
   }
-  const left = floorDiv(scaled, interval); // whole tokens now
+  if (dry) {
+    ttl = Math.min(Math.max(reset, 1), horizon);
+    return [1, floorDiv(scaled, interval), real(reset, 0), 0];
+  }
   scaled -= need;
   reset = ceilDiv(full - scaled, rate) + lag;
   ttl = Math.min(Math.max(reset, 1), horizon);
-  if (dry) return [1, left, real(reset, 0), 0];
   state.set(key, 'hash', { s: scaled, t: stamp }, ttl);
   return [1, floorDiv(scaled, interval), real(reset, 0), 0];
 };

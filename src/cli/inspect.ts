@@ -1,7 +1,7 @@
 /**
- * `sluice inspect`: for each limit of a route for a tenant, the units left now and what a take
- * of the given cost would decide now (`peek`, consuming nothing and writing nothing), the
- * Redis key of its scope and the key's PTTL.
+ * `sluice inspect`: for each limit of a route for a tenant, the units left now and when the
+ * scope is clean again, what a take of the given cost would decide now (`peek`, consuming
+ * nothing and writing nothing), the Redis key of its scope and the key's PTTL.
  */
 import { describePolicy } from '../config/index.js';
 import type { Decision } from '../types.js';
@@ -123,17 +123,15 @@ function isFresh(d: Decision, pttl: number): boolean {
   return pttl === -2 && d.remaining === d.limit;
 }
 
+/** The state now: the units left and, from the peek's resetMs, when the scope is clean again. */
 function leftWords(d: Decision, pttl: number): string {
   const left = `${count(d.remaining)} of ${count(d.limit)}`;
-  return isFresh(d, pttl) ? `no state: a fresh quota, ${left} left` : left;
+  if (isFresh(d, pttl)) return `no state: a fresh quota, ${left} left`;
+  return d.resetMs > 0 ? `${left}, clean again in ${duration(d.resetMs)}` : left;
 }
 
 function decisionWords(d: Decision, cost: number): string {
-  if (d.allowed) {
-    // A peek's resetMs when admitted: when the scope would be clean again after that take.
-    const reset = d.resetMs > 0 ? `, clean again ${duration(d.resetMs)} after it` : '';
-    return `allowed${reset}`;
-  }
+  if (d.allowed) return 'allowed';
   if (!Number.isFinite(d.retryAfterMs)) {
     return `refused: a cost of ${cost} is more than this policy can ever admit`;
   }

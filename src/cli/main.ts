@@ -62,9 +62,10 @@ Exit status: the harness's; 2 on a usage error or outside a source checkout.`;
 const INSPECT_HELP = `
 For each limit of the route for that tenant — its own override, else its plan's (its own
 plan, else defaultPlan), else the route's, exactly as the route's guard decides — prints
-the units left now ("no state: a fresh quota" when the scope has none) and whether a take
-of --cost would be admitted now (limiter.peek: consumes nothing, writes nothing), the Redis
-key of the limit's scope and the key's PTTL. Limits counted per user need --user.
+the units left now and when the scope is clean again ("no state: a fresh quota" when it
+has none), whether a take of --cost would be admitted now (limiter.peek: consumes nothing,
+writes nothing), the Redis key of the limit's scope and the key's PTTL. Limits counted per
+user need --user.
 ${REDIS_HELP}
 
 Example:

@@ -174,8 +174,9 @@ export class RateLimiter {
    * - `allowed`: a take of `cost` (default 1) would be admitted now.
    * - `retryAfterMs`: 0 when it would; else the ms until it would, absent other traffic
    *   (`Infinity` when `cost` is larger than the policy can ever admit), as a take's denial.
-   * - `resetMs`: when admitted, the `resetMs` that take would report (when the scope would be
-   *   clean again after it); when refused, the ms until the scope is clean, as a denial.
+   * - `resetMs`: the ms until the scope is clean now, whatever the cost (not after a take of
+   *   it): what the last take's answer reported, less the time since; 0 on a scope without
+   *   state; for a fixed window, the time left in the key's window.
    *
    * A scope whose denial is held in the local denial cache is answered from it, without a
    * Redis call, as a take would be: `allowed: false`, `remaining: 0` (the cache holds a

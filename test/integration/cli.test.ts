@@ -180,12 +180,16 @@ describe('sluice inspect', () => {
       text.stdout,
       /^POST\/orders for tenant "globex", user "bob": no plan; limits from routes\["POST\/orders"\]/,
     );
-    // The units left now (5 − 2 spent), then what a take of 1 would decide.
+    // The units left now (5 − 2 spent) and when the scope is clean again (the window's end),
+    // then what a take of 1 would decide.
     assert.match(
       text.stdout,
-      /burst {2}fixed-window, 5 per 60 s, per route\n {2}left now {4}3 of 5\n {2}a take now {2}allowed, clean again [0-9.]+ s after it\n/,
+      /burst {2}fixed-window, 5 per 60 s, per route\n {2}left now {4}3 of 5, clean again in [0-9.]+ s\n {2}a take now {2}allowed\n/,
     );
-    assert.match(text.stdout, /hourly {2}[^\n]*\n {2}left now {4}48 of 50\n/);
+    assert.match(
+      text.stdout,
+      /hourly {2}[^\n]*\n {2}left now {4}48 of 50, clean again in [0-9]+ min( [0-9]+ s)?\n/,
+    );
     assert.match(text.stdout, /A request now would be admitted: every limit admits it\./);
 
     assert.equal(asJson.code, 0, asJson.stderr);
@@ -219,6 +223,14 @@ describe('sluice inspect', () => {
       ],
     );
     for (const limit of report.limits) assert.equal(limit.fresh, false, limit.name);
+    // The fixed window is clean again when its key expires: the peek's resetMs is the PTTL
+    // read just after it.
+    const burst = report.limits[0];
+    assert.ok(
+      burst.decision.resetMs >= burst.pttlMs && burst.decision.resetMs - burst.pttlMs < 5000,
+      `burst: resetMs ${burst.decision.resetMs}, then PTTL ${burst.pttlMs}`,
+    );
+    for (const limit of report.limits) assert.ok(limit.decision.resetMs > 0, limit.name);
 
     // acme is on plan pro: its limits are the plan's.
     const pro = json(acme);
@@ -259,7 +271,7 @@ describe('sluice inspect', () => {
     assert.equal(text.code, 0, text.stderr);
     assert.match(
       text.stdout,
-      /burst {2}fixed-window, 5 per 60 s, per route\n {2}left now {4}no state: a fresh quota, 5 of 5 left\n {2}a take now {2}allowed, clean again 60 s after it\n {2}key {9}rate:\{[0-9a-f]{32}\}:fw\.[0-9a-f]{16}:[0-9a-f]{32}\n {2}PTTL {8}no key \(no state: a fresh quota\)\n/,
+      /burst {2}fixed-window, 5 per 60 s, per route\n {2}left now {4}no state: a fresh quota, 5 of 5 left\n {2}a take now {2}allowed\n {2}key {9}rate:\{[0-9a-f]{32}\}:fw\.[0-9a-f]{16}:[0-9a-f]{32}\n {2}PTTL {8}no key \(no state: a fresh quota\)\n/,
     );
     assert.match(text.stdout, /left now {4}no state: a fresh quota, 50 of 50 left\n/);
     assert.match(text.stdout, /left now {4}no state: a fresh quota, 100 of 100 left\n/);
@@ -274,6 +286,7 @@ describe('sluice inspect', () => {
         limit.name,
       );
       assert.equal(limit.decision.retryAfterMs, 0, limit.name);
+      assert.equal(limit.decision.resetMs, 0, `${limit.name}: clean now`);
     }
 
     // A cost of 6: more than the burst limit of 5 can ever admit, within the others.
@@ -314,7 +327,7 @@ describe('sluice inspect', () => {
     assert.equal(report.limits[0].fresh, false);
     assert.match(
       deniedText.stdout,
-      /burst {2}[^\n]*\n {2}left now {4}0 of 5\n {2}a take now {2}refused, retry in [0-9.]+ s\n/,
+      /burst {2}[^\n]*\n {2}left now {4}0 of 5, clean again in [0-9.]+ s\n {2}a take now {2}refused, retry in [0-9.]+ s\n/,
     );
     assert.match(
       deniedText.stdout,

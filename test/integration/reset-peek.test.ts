@@ -97,10 +97,23 @@ const STORES: Record<string, () => Promise<StoreUnderTest>> = {
 
 const pick = (d: Decision) => ({ allowed: d.allowed, remaining: d.remaining, limit: d.limit });
 
+/**
+ * `later` reports the `resetMs` of `earlier` (nothing changed the scope between them) within
+ * the time between them: `since` is `performance.now()` before `earlier` was sent, and 1 ms
+ * more for the rounding of each to whole ms.
+ */
+function sameReset(earlier: Decision, later: Decision, since: number, what: string): void {
+  const slack = performance.now() - since + 1;
+  assert.ok(
+    Math.abs(later.resetMs - earlier.resetMs) <= slack,
+    `${what}: resetMs ${earlier.resetMs} then ${later.resetMs} (slack ${slack.toFixed(1)} ms)`,
+  );
+}
+
 for (const [storeName, makeStore] of Object.entries(STORES)) {
   for (const [policyName, policyOf] of Object.entries(POLICIES)) {
     describe(`peek and reset: ${policyName} on ${storeName}`, () => {
-      it('peek reports the units left now and whether a take of its cost fits; it writes nothing', async () => {
+      it('peek reports the units left and the time to a clean state now, and whether a take of its cost fits; it writes nothing', async () => {
         const store = await makeStore();
         // No denial cache: every peek and take here is decided by the store.
         const limiter = await store.limiter({ denialCache: false });
@@ -110,35 +123,47 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
         const scope: Scope = { tenant: randomTenant(), route };
         const key = limiter.keyOf(scope, policy);
 
-        // A fresh scope: the whole quota is left, and the peek creates no key.
+        // A fresh scope: the whole quota is left, it is clean now (resetMs 0), and the peek
+        // creates no key.
         const sizeBefore = store.size?.();
         const fresh = await limiter.peek(scope, policy);
         assert.deepEqual(pick(fresh), { allowed: true, remaining: 5, limit: 5 });
-        assert.equal(fresh.retryAfterMs, 0);
+        assert.deepEqual([fresh.resetMs, fresh.retryAfterMs], [0, 0], 'fresh: clean now');
         const whole = await limiter.peek(scope, policy, { cost: 5 });
         assert.deepEqual(pick(whole), { allowed: true, remaining: 5, limit: 5 }, 'cost 5 fits');
+        assert.equal(whole.resetMs, 0, 'fresh, cost 5: clean now');
+        // A cost the policy can never admit: refused, and still clean now.
+        const never = await limiter.peek(scope, policy, { cost: 6 });
+        assert.deepEqual(pick(never), { allowed: false, remaining: 5, limit: 5 });
+        assert.deepEqual([never.resetMs, never.retryAfterMs], [0, Number.POSITIVE_INFINITY]);
         if (store.snapshot) assert.equal(await store.snapshot(key), null, 'no key after a peek');
         if (store.size) assert.equal(store.size(), sizeBefore, 'no key after a peek');
 
         for (let k = 1; k <= 5; k++) {
+          const since = performance.now();
           const taken = await limiter.take(scope, policy);
+          assert.ok(taken.resetMs > 0, `take ${k}: resetMs ${taken.resetMs}`);
           // Peeks consume nothing: every take is admitted, one unit less each time.
           assert.deepEqual(pick(taken), { allowed: true, remaining: 5 - k, limit: 5 }, `take ${k}`);
           const left = taken.remaining;
           const before = await store.snapshot?.(key);
           // What the k-th take reported is what a peek reports now.
+          // The units left and the time to a clean state, whatever the peek's cost.
           const peeked = await limiter.peek(scope, policy);
           assert.deepEqual(pick(peeked), { allowed: left >= 1, remaining: left, limit: 5 });
+          sameReset(taken, peeked, since, `take ${k}, then a peek`);
           if (left >= 1) assert.equal(peeked.retryAfterMs, 0, `after take ${k}`);
           if (left >= 1) {
             // Exactly what is left fits.
             const exact = await limiter.peek(scope, policy, { cost: left });
             assert.deepEqual(pick(exact), { allowed: true, remaining: left, limit: 5 });
             assert.equal(exact.retryAfterMs, 0);
+            sameReset(taken, exact, since, `take ${k}, then a peek of ${left}`);
           }
           // One unit more than is left: refused, with the wait until it fits.
           const over = await limiter.peek(scope, policy, { cost: left + 1 });
           assert.deepEqual(pick(over), { allowed: false, remaining: left, limit: 5 }, `k ${k}`);
+          sameReset(taken, over, since, `take ${k}, then a peek of ${left + 1}`);
           assert.ok(
             over.retryAfterMs > 0 && over.retryAfterMs <= policy.horizonMs + 1,
             `after take ${k}: retryAfterMs ${over.retryAfterMs} for cost ${left + 1}`,
@@ -147,18 +172,21 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
           const huge = await limiter.peek(scope, policy, { cost: 6 });
           assert.deepEqual(pick(huge), { allowed: false, remaining: left, limit: 5 });
           assert.equal(huge.retryAfterMs, Number.POSITIVE_INFINITY);
+          sameReset(taken, huge, since, `take ${k}, then a peek of 6`);
           if (store.snapshot) {
             assert.notEqual(before, null);
             assert.deepEqual(await store.snapshot(key), before, `after take ${k}: a peek wrote`);
           }
         }
-        // Used up: the take is refused as the peek said, with the peek's wait.
+        // Used up: the take is refused as the peek said, with the peek's wait and reset.
+        const lastSince = performance.now();
         const last = await limiter.peek(scope, policy);
         const refused = await limiter.take(scope, policy);
         assert.deepEqual(pick(refused), pick(last));
         assert.ok(refused.retryAfterMs > 0 && refused.retryAfterMs <= last.retryAfterMs);
+        sameReset(last, refused, lastSince, 'a peek, then a refused take');
         const stats = limiter.stats();
-        assert.equal(stats.peeks, 2 + 4 * 4 + 3 + 1);
+        assert.equal(stats.peeks, 3 + 4 * 4 + 3 + 1);
         assert.equal(stats.allowed + stats.limited, 6, 'peeks are not counted as takes');
       });
 
@@ -185,6 +213,53 @@ for (const [storeName, makeStore] of Object.entries(STORES)) {
       });
     });
   }
+}
+
+for (const [storeName, makeStore] of Object.entries(STORES)) {
+  describe(`peek after time passes: on ${storeName}`, () => {
+    it('a peek’s resetMs counts down from the take’s (the same clean time), on every policy', async () => {
+      const store = await makeStore();
+      const limiter = await store.limiter({ denialCache: false });
+      // A sliding window counter of 1 s: the peek comes in the next window, where the take's
+      // count is the previous window's (clean at that window's end, as the take said). The
+      // others an hour: nothing refills or leaves the window meanwhile.
+      const counterMs = 1000;
+      const policies: [string, Policy][] = Object.entries(POLICIES).map(([name, policyOf]) => [
+        name,
+        policyOf(5, name === 'sliding window counter' ? counterMs : 3_600_000),
+      ]);
+      const runs = await Promise.all(
+        policies.map(async ([name, policy]) => {
+          const scope: Scope = { tenant: randomTenant(), route };
+          const takeSent = performance.now();
+          const taken = await limiter.take(scope, policy);
+          const takeDone = performance.now();
+          return { name, policy, scope, taken, takeSent, takeDone };
+        }),
+      );
+      // Past the next boundary of the counter's windows (server time is this machine's clock).
+      await sleep(counterMs - (Date.now() % counterMs) + 50);
+      await Promise.all(
+        runs.map(async ({ name, policy, scope, taken, takeSent, takeDone }) => {
+          const peekSent = performance.now();
+          const peeked = await limiter.peek(scope, policy);
+          const peekDone = performance.now();
+          assert.deepEqual(pick(peeked), { allowed: true, remaining: 4, limit: 5 }, name);
+          // Between the two decisions on the server: at least peekSent − takeDone, at most
+          // peekDone − takeSent; 2 ms more for rounding to whole ms and the two clocks.
+          const passed = taken.resetMs - peeked.resetMs;
+          assert.ok(
+            passed >= peekSent - takeDone - 2 && passed <= peekDone - takeSent + 2,
+            `${name}: take resetMs ${taken.resetMs}, ${(peekSent - takeDone).toFixed(1)}–` +
+              `${(peekDone - takeSent).toFixed(1)} ms later a peek ${peeked.resetMs}`,
+          );
+          if (name === 'sliding window counter') {
+            assert.ok(peeked.resetMs <= counterMs, `counter: clean within its window`);
+          }
+        }),
+      );
+    });
+  });
 }
 
 describe('peek never repairs state (Redis)', () => {
