@@ -178,12 +178,17 @@ function checkModuleOptions<Req>(options: SluiceModuleOptions<Req>): SluiceModul
   return options;
 }
 
+/** The requests a `SluiceGuard` has decided, so that a second run on one spends nothing. */
+const decidedRequests = new WeakSet<object>();
+
 /**
  * The NestJS guard: for a route with a `@RateLimit()` (the handler's, else the
  * controller's) or under a module `policy`, it decides the request with one `take` or one
  * atomic `takeAll` before the handler, sets the RateLimit headers on an admitted request's
  * response, and throws a {@link RateLimitException} (`429`, `503`, `401`, with its headers
  * set) for a refused one. Routes with `@SkipRateLimit()` or without any limit pass untouched.
+ * A request is decided once, also where the guard runs twice on it (as an `APP_GUARD` and
+ * in a `@UseGuards()`): the second run passes it without spending.
  *
  * Each route's quota is named by its settings' `route` when it has one, else by
  * `NestRouteNamer` from the route's templates. Guards run in order: put `SluiceGuard` after
@@ -231,6 +236,11 @@ export class SluiceGuard implements CanActivate {
     const http = context.switchToHttp();
     const req: unknown = http.getRequest();
     const res: unknown = http.getResponse();
+    // A guard that runs twice on one request (an APP_GUARD and a @UseGuards) decides once.
+    if (typeof req === 'object' && req !== null) {
+      if (decidedRequests.has(req)) return true;
+      decidedRequests.add(req);
+    }
     const verdict = await this.guardOf(settings, context)(req);
     if (!verdict.pass) {
       this.setHeaders(res, verdict.response.headers);
