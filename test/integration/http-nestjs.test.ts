@@ -174,7 +174,7 @@ const statuses = (results: { status: number }[]) => results.map((r) => r.status)
 
 describe('NestJS guard (Express platform)', () => {
   it('the route templates name the quota: ids and query strings share "POST/orders/:id"; the 429 keeps its headers and problem body through Nest', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const { call, events } = await start({ limiter });
     const tenant = randomTenant();
     handled = 0;
@@ -211,7 +211,7 @@ describe('NestJS guard (Express platform)', () => {
   });
 
   it("a handler's @RateLimit replaces its controller's; @SkipRateLimit spends nothing; @All is one quota", async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const { call, events } = await start({ limiter });
     const tenant = randomTenant();
     const list = await call('GET', '/orders', tenant);
@@ -245,7 +245,7 @@ describe('NestJS guard (Express platform)', () => {
   });
 
   it('versions and RouterModule paths are part of the name; an explicit route wins over the templates', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const { call, events } = await start({ limiter });
     const tenant = randomTenant();
     assert.deepEqual(
@@ -278,7 +278,7 @@ describe('NestJS guard (Express platform)', () => {
   });
 
   it("the module's policy limits every route without a @RateLimit of its own, each route its own quota", async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const { call, events } = await start({ limiter, policy: one });
     const tenant = randomTenant();
     assert.deepEqual(
@@ -297,7 +297,7 @@ describe('NestJS guard (Express platform)', () => {
   });
 
   it('no verified identity → 401 with WWW-Authenticate; the handler never runs', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const { call } = await start({ limiter, wwwAuthenticate: 'Bearer realm="api"' });
     handled = 0;
     const res = await call('POST', '/orders/1', undefined);
@@ -340,7 +340,7 @@ describe('NestJS guard (Express platform)', () => {
   });
 
   it('plans and stacked limits: a policy function of the tenant, decided in one atomic takeAll', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const pro = randomTenant();
     const plan = (_req: IncomingMessage, tenant: string): Policy[] =>
       tenant === pro ? [wide, orders] : [one];
@@ -362,7 +362,7 @@ describe('NestJS guard (Express platform)', () => {
   });
 
   it('bad module options and @RateLimit settings throw an InvalidInputError naming the field', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
     const field = (fn: () => unknown) => {
       try {
         fn();
