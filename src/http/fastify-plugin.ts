@@ -22,7 +22,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
-import type { Guard, GuardOptions } from './guard/types.js';
+import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 
 /** The part of a Fastify request this plugin reads. */
@@ -63,25 +63,7 @@ export interface FastifyInstanceLike {
  * `config: { rateLimit: routes.get('POST/orders') }` is the quota `"POST/orders"` that
  * `sluice inspect --route POST/orders` reads, whatever prefix the route is mounted under.
  */
-export type FastifyRouteRateLimit<Req = FastifyRequestLike> = Pick<GuardOptions<Req>, 'policy'> &
-  Partial<
-    Pick<
-      GuardOptions<Req>,
-      | 'route'
-      | 'cost'
-      | 'failureMode'
-      | 'failOpenLimit'
-      | 'failOpenWindowMs'
-      | 'shadow'
-      | 'shadowHeader'
-      | 'skip'
-      | 'user'
-      | 'headers'
-      | 'responses'
-      | 'wwwAuthenticate'
-      | 'onOutcome'
-    >
-  >;
+export type FastifyRouteRateLimit<Req = FastifyRequestLike> = RouteLimitSettings<Req>;
 
 /**
  * Options of the plugin: `GuardOptions` shared by every limited route, without `policy`

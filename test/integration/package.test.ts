@@ -47,8 +47,11 @@ const SUBPATHS = [
   './metrics',
   './store',
 ];
-/** Entry points that need an optional peer (redis, prom-client, @opentelemetry/api) to load. */
-const PEER_SUBPATHS = ['./node-redis', './prometheus', './opentelemetry'];
+/**
+ * Entry points that need an optional peer (redis, prom-client, @opentelemetry/api,
+ * @nestjs/common and @nestjs/core) to load.
+ */
+const PEER_SUBPATHS = ['./node-redis', './prometheus', './opentelemetry', './nestjs'];
 /** Optional peers: none is installed with the package. */
 const FRAMEWORKS = [
   'express',
@@ -63,6 +66,9 @@ const FRAMEWORKS = [
   'ioredis',
   'iovalkey',
   '@valkey/valkey-glide',
+  '@nestjs/common',
+  '@nestjs/core',
+  '@nestjs/throttler',
 ];
 
 const exec = promisify(execFile);
@@ -247,6 +253,8 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       'ioredis',
       'iovalkey',
       '@valkey/valkey-glide',
+      '@nestjs/common',
+      '@nestjs/core',
     ]) {
       assert.ok(installed.peerDependencies[name], name);
       assert.equal(installed.peerDependenciesMeta[name]?.optional, true, name);
@@ -309,7 +317,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       import { createRequire } from 'node:module';
       for (const entry of ${JSON.stringify(entries)}) await import(entry);
       const cache = Object.keys(createRequire(import.meta.url).cache);
-      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|redis|@redis|ioredis|iovalkey|@valkey)[\\\\/]/.test(f))));`;
+      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|redis|@redis|ioredis|iovalkey|@valkey|@nestjs)[\\\\/]/.test(f))));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], root);
     assert.deepEqual(JSON.parse(stdout), []);
   });
@@ -397,6 +405,13 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       "import('sluice/node-redis').then(() => console.log('loaded'), (e) => console.log(e.code, e.message))";
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], app);
     assert.match(stdout, /^ERR_MODULE_NOT_FOUND .*'redis'/);
+  });
+
+  it('sluice/nestjs needs the optional peers @nestjs/common and @nestjs/core: without them the import names one', async () => {
+    const script =
+      "import('sluice/nestjs').then(() => console.log('loaded'), (e) => console.log(e.code, e.message))";
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], app);
+    assert.match(stdout, /^ERR_MODULE_NOT_FOUND .*'@nestjs\/(common|core)/);
   });
 
   it('with redis installed: sluice/node-redis by import and require, a take on a real Redis, strict types', async () => {

@@ -438,6 +438,15 @@ describe('examples, run', { concurrency: 2 }, () => {
     await stop();
   });
 
+  it('examples/nestjs.ts: SluiceGuard and @RateLimit, one quota for the route templates; @SkipRateLimit', async () => {
+    const { base, stop } = await serve('nestjs.ts');
+    await tenantQuota(base, '/orders/1', '/orders/2');
+    const health = await fetch(`${base}/healthz`);
+    assert.equal(await health.text(), 'ok');
+    assert.equal(health.headers.get('ratelimit'), null);
+    await stop();
+  });
+
   it('examples/hono.ts', async () => {
     const { base, stop } = await serve('hono.ts');
     await tenantQuota(base, '/orders');

@@ -186,6 +186,31 @@ export interface GuardOptions<Req> {
   readonly wwwAuthenticate?: string;
 }
 
+/**
+ * What one route may set over the options an adapter shares between its routes (Fastify's
+ * `config.rateLimit`, NestJS's `@RateLimit()`): its `policy` (required), and overrides. A
+ * `route` here names the quota instead of the framework's route template.
+ */
+export type RouteLimitSettings<Req> = Pick<GuardOptions<Req>, 'policy'> &
+  Partial<
+    Pick<
+      GuardOptions<Req>,
+      | 'route'
+      | 'cost'
+      | 'failureMode'
+      | 'failOpenLimit'
+      | 'failOpenWindowMs'
+      | 'shadow'
+      | 'shadowHeader'
+      | 'skip'
+      | 'user'
+      | 'headers'
+      | 'responses'
+      | 'wwwAuthenticate'
+      | 'onOutcome'
+    >
+  >;
+
 /** What the guard decided for one request. */
 export type GuardVerdict =
   /** Run the handler; add `headers` to its response (the shadow header, when set). */
