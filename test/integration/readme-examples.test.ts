@@ -438,6 +438,12 @@ describe('examples, run', { concurrency: 2 }, () => {
     await stop();
   });
 
+  it('examples/koa.ts: one quota for the route template, whatever the id', async () => {
+    const { base, stop } = await serve('koa.ts');
+    await tenantQuota(base, '/orders/1', '/orders/2');
+    await stop();
+  });
+
   it('examples/hono.ts', async () => {
     const { base, stop } = await serve('hono.ts');
     await tenantQuota(base, '/orders');
