@@ -69,7 +69,10 @@ describe('the Next.js recipe', () => {
   it('route handler: exactly 10 per minute for the template, whatever the id or query; then 429 + Retry-After', async () => {
     assert.equal((await route.POST(post('/api/orders/1'), params('1'))).status, 401);
     for (let i = 0; i < 10; i++) {
-      const res = await route.POST(post(`/api/orders/${i}?x=${i}`, 'token-of-acme'), params(`${i}`));
+      const res = await route.POST(
+        post(`/api/orders/${i}?x=${i}`, 'token-of-acme'),
+        params(`${i}`),
+      );
       assert.equal(res.status, 201, `request ${i + 1}`);
       assert.deepEqual(await res.json(), { created: `${i}` });
       assert.equal(res.headers.get('ratelimit'), `"POST/api/orders/[id]";r=${9 - i};t=60`);
