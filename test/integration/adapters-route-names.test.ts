@@ -1,7 +1,7 @@
 /**
  * One rule names a quota in every adapter: an explicit `route` wins over the adapter's own
  * template. The settings of a policy file carry the file's route key, so the same settings
- * spread into `node:http`, Express 5, Fastify 5 and Hono (Fetch) routes mounted under a
+ * spread into `node:http`, Express 5, Fastify 5, Hono (Fetch) and Koa 3 routes mounted under a
  * prefix all write the key of the file's route — the one `sluice inspect --route` reads —
  * never one named by the mount.
  */
@@ -13,14 +13,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { getRequestListener } from '@hono/node-server';
+import Router from '@koa/router';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
+import Koa from 'koa';
 import { type Policy, RateLimiter } from 'sluice';
 import { loadPolicies } from 'sluice/config';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
+import { koaRateLimit } from 'sluice/koa';
 import { withRateLimit } from 'sluice/node';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -123,6 +126,26 @@ const ADAPTERS: Record<string, (limiter: RateLimiter) => Promise<string>> = {
     const app = new Hono();
     app.route('/v2', v2);
     return listen(createServer(getRequestListener(app.fetch)));
+  },
+  'Koa 3': async (limiter) => {
+    const v2 = new Router();
+    v2.post(
+      '/orders',
+      koaRateLimit({
+        limiter,
+        identify: (ctx: Koa.Context) => tenantOf(ctx.get('x-test-tenant') || undefined),
+        ...settings,
+      }),
+      (ctx) => {
+        ctx.status = 201;
+        ctx.body = {};
+      },
+    );
+    const router = new Router();
+    router.use('/v2', v2.routes());
+    const app = new Koa();
+    app.use(router.routes());
+    return listen(createServer(app.callback()));
   },
 };
 

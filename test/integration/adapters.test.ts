@@ -1,6 +1,7 @@
 /**
  * One table of HTTP scenarios, run against every adapter on a real server on loopback
- * (`node:http`, Express 5, Fastify 5, Hono through the Fetch adapter): allowed; limited
+ * (`node:http`, Express 5, Fastify 5, Hono through the Fetch adapter, Koa 3 with
+ * `@koa/router`): allowed; limited
  * with every header checked; Redis down in fail-closed and fail-open; shadow mode; spoofed
  * headers; query-string variants sharing one quota; the handler never run when refused;
  * stacked limits (one 429 naming the policy that bound, every policy in the headers); plans
@@ -11,14 +12,17 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { getRequestListener } from '@hono/node-server';
+import Router from '@koa/router';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
+import Koa from 'koa';
 import { fixedWindow, RateLimiter } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
 import type { GuardOptions, Limits } from 'sluice/http';
+import { koaRateLimit } from 'sluice/koa';
 import { withRateLimit } from 'sluice/node';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -186,6 +190,38 @@ const ADAPTERS: Record<string, (o: Shared) => Promise<Running>> = {
     );
     return {
       url: await listen(createServer(getRequestListener(app.fetch))),
+      handled: () => handled,
+      searched: () => searched,
+    };
+  },
+  'Koa 3': async (shared) => {
+    const { limiter, skipHeader, limit: _limit, policy: _policy, ...rest } = shared;
+    let handled = 0;
+    let searched = 0;
+    const guard = () =>
+      koaRateLimit<Koa.Context>({
+        limiter,
+        policy: limitsOf(shared),
+        identify: (ctx) => tenantFromAuthorization(secret, ctx.get('authorization')),
+        ...(skipHeader ? { skip: (ctx: Koa.Context) => ctx.get(skipHeader) !== '' } : {}),
+        ...rest,
+      });
+    const router = new Router();
+    router.post('/orders', guard(), (ctx) => {
+      handled++;
+      ctx.status = 201;
+      ctx.body = {};
+    });
+    // @koa/router serves HEAD from the GET route.
+    router.get('/search', guard(), (ctx) => {
+      searched++;
+      ctx.body = {};
+    });
+    const app = new Koa();
+    app.silent = true;
+    app.use(router.routes());
+    return {
+      url: await listen(createServer(app.callback())),
       handled: () => handled,
       searched: () => searched,
     };

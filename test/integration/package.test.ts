@@ -40,6 +40,7 @@ const SUBPATHS = [
   './express',
   './fastify',
   './fetch',
+  './koa',
   './node',
   './config',
   './ioredis',
@@ -57,6 +58,8 @@ const FRAMEWORKS = [
   'express',
   'fastify',
   'hono',
+  'koa',
+  '@koa/router',
   'fastify-plugin',
   '@hono/node-server',
   'prom-client',
@@ -247,6 +250,8 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     for (const name of [
       'express',
       'fastify',
+      'koa',
+      '@koa/router',
       'prom-client',
       '@opentelemetry/api',
       'redis',
@@ -309,7 +314,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
   });
 
   it('loading every entry point loads no web framework and no Redis client, even where they are installed', async () => {
-    // Here, in the repository, express, fastify, hono, redis, ioredis, iovalkey and GLIDE are dev
+    // Here, in the repository, express, fastify, hono, koa, redis, ioredis, iovalkey and GLIDE are dev
     // dependencies: an import of one from the library's graph would load it (and land in the
     // CommonJS module cache).
     const entries = SUBPATHS.map((subpath) => manifest.exports[subpath].import);
@@ -317,7 +322,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       import { createRequire } from 'node:module';
       for (const entry of ${JSON.stringify(entries)}) await import(entry);
       const cache = Object.keys(createRequire(import.meta.url).cache);
-      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|redis|@redis|ioredis|iovalkey|@valkey|@nestjs)[\\\\/]/.test(f))));`;
+      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|koa|@koa|redis|@redis|ioredis|iovalkey|@valkey|@nestjs)[\\\\/]/.test(f))));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], root);
     assert.deepEqual(JSON.parse(stdout), []);
   });

@@ -6,7 +6,8 @@
  *   blocks without a marker are ```text (output, transcripts: not checked) and ```sh blocks of
  *   `npm …` / `sluice …` commands.
  * - Every file in examples/ is shown that way somewhere.
- * - Every examples/*.ts is run here as a user runs it — `node --import tsx examples/<file>`,
+ * - Every examples/*.ts is run here as a user runs it (the Next.js app in examples/nextjs/ is
+ *   imported and called by nextjs.test.ts instead) — `node --import tsx examples/<file>`,
  *   importing `sluice` (tsconfig.json maps it to src/) — against a private Redis (or a private
  *   Redis Cluster or Sentinel setup), then driven over HTTP and stopped with SIGTERM (it must
  *   close its Redis connection and exit 0 by itself), or run to its end with its output checked.
@@ -22,10 +23,14 @@ import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { checkPolicies } from 'sluice/config';
 import { freePort, type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { type CodeBlock, codeBlocks, docFiles, ROOT } from '../helpers/docs.js';
+import { type CodeBlock, codeBlocks, docFiles, fromRoot, ROOT } from '../helpers/docs.js';
 import { startRedisCluster, startSentinel } from '../helpers/topology.js';
 
-const EXAMPLES = readdirSync(join(ROOT, 'examples')).sort();
+/** Every file under examples/, as a path relative to it (`nextjs/proxy.ts`). */
+const EXAMPLES = readdirSync(join(ROOT, 'examples'), { recursive: true, withFileTypes: true })
+  .filter((entry) => entry.isFile())
+  .map((entry) => fromRoot(join(entry.parentPath, entry.name)).slice('examples/'.length))
+  .sort();
 /** A block's language for each kind of example file. */
 const LANG: Record<string, string> = { ts: 'ts', json: 'json', yaml: 'yaml' };
 /** Commands a reader types, shown without a file: installing and running. */
@@ -229,11 +234,11 @@ describe('the code blocks of README.md and docs/', () => {
   });
 
   it('every JSON policy file in examples/ is valid and loaded by an example or the demo', () => {
-    const sources = EXAMPLES.filter((f) => f.endsWith('.ts'))
+    const sources = EXAMPLES.filter((f) => f.endsWith('.ts') && !f.includes('/'))
       .map((f) => readFileSync(join(ROOT, `examples/${f}`), 'utf8'))
       .join('\n');
     const demo = readFileSync(join(ROOT, 'src/demo/replica.ts'), 'utf8');
-    for (const file of EXAMPLES.filter((f) => f.endsWith('.json'))) {
+    for (const file of EXAMPLES.filter((f) => f.endsWith('.json') && !f.includes('/'))) {
       const document = JSON.parse(readFileSync(join(ROOT, `examples/${file}`), 'utf8'));
       assert.deepEqual(
         checkPolicies(document).map((problem) => problem.message),
@@ -444,6 +449,12 @@ describe('examples, run', { concurrency: 2 }, () => {
     const health = await fetch(`${base}/healthz`);
     assert.equal(await health.text(), 'ok');
     assert.equal(health.headers.get('ratelimit'), null);
+    await stop();
+  });
+
+  it('examples/koa.ts: one quota for the route template, whatever the id', async () => {
+    const { base, stop } = await serve('koa.ts');
+    await tenantQuota(base, '/orders/1', '/orders/2');
     await stop();
   });
 
