@@ -23,6 +23,7 @@ export type {
   LimitedResponseContext,
   ResponseChange,
   ResponseHooks,
+  RouteLimitSettings,
   UnavailableResponseContext,
   UnidentifiedResponseContext,
 } from './guard/types.js';

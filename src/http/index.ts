@@ -34,6 +34,7 @@ export {
   type LimitedResponseContext,
   type ResponseChange,
   type ResponseHooks,
+  type RouteLimitSettings,
   type UnavailableResponseContext,
   type UnidentifiedResponseContext,
 } from './guard.js';
