@@ -189,7 +189,8 @@ describe('ioredis: recognised at construction', () => {
           error instanceof InvalidInputError &&
           error.field === 'options.client' &&
           /node-redis v6 client \(createClient\)/.test(error.message) &&
-          /ioredis Redis or Cluster/.test(error.message),
+          /ioredis \(or iovalkey\) Redis or Cluster/.test(error.message) &&
+          /Valkey GLIDE GlideClient/.test(error.message),
         String(client),
       );
     }
