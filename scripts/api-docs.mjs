@@ -25,4 +25,6 @@ const run = spawnSync(
     stdio: 'inherit',
   },
 );
+if (run.error !== undefined) console.error(`docs:api: TypeDoc did not run: ${run.error.message}`);
+if (run.signal !== null) console.error(`docs:api: TypeDoc was stopped by ${run.signal}`);
 process.exit(run.status ?? 1);
