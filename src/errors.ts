@@ -168,8 +168,9 @@ export class RedisConfigError extends SluiceError {
 }
 
 /**
- * True when `error` is any sluice error, or, given a `code`, one with that code — narrowed to
- * its class: `isSluiceError(error, 'SLUICE_INVALID_INPUT')` gives an `InvalidInputError`
+ * True when `error` is any sluice error — also one of another copy of sluice loaded in the
+ * same process, told by its `code` — or, given a `code`, one with that code, narrowed to its
+ * class: `isSluiceError(error, 'SLUICE_INVALID_INPUT')` gives an `InvalidInputError`
  * (with its `field`), `'SLUICE_REDIS_CONFIG'` a `RedisConfigError` (with its `reason`).
  */
 export function isSluiceError(
@@ -189,8 +190,23 @@ export function isSluiceError(
 ): error is RedisConfigError;
 export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError;
 export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is SluiceError {
-  return error instanceof SluiceError && (code === undefined || error.code === code);
+  if (error instanceof SluiceError) return code === undefined || error.code === code;
+  // An error of another copy of sluice in the same process (a bundler's chunk, two versions in
+  // node_modules) is not an instance of this copy's class: told by its code instead, so that
+  // a programming mistake made there is never taken for an outage here.
+  if (!(error instanceof Error)) return false;
+  const found = (error as { code?: unknown }).code;
+  return typeof found === 'string' && SLUICE_CODES.has(found) && (code === undefined || found === code);
 }
+
+const SLUICE_CODES: ReadonlySet<string> = new Set<SluiceErrorCode>([
+  'SLUICE_INVALID_INPUT',
+  'SLUICE_TIMEOUT',
+  'SLUICE_UNAVAILABLE',
+  'SLUICE_OVERLOAD',
+  'SLUICE_STORE_ERROR',
+  'SLUICE_REDIS_CONFIG',
+]);
 
 function describe(value: unknown): string {
   if (value === null) return 'null';
