@@ -131,7 +131,8 @@ export class RateLimiter {
    * @throws {UnavailableError} no Redis server answered the checks' `INFO`.
    * @throws {RedisConfigError} Redis refused the connection's configuration (a password, a
    *   permission).
-   * A call after a failure asks again.
+   * A call after a failure asks again; once resolved it stays resolved: it answers for the
+   * start, not for liveness (a later outage shows in the calls' errors and the metrics).
    */
   ready(): Promise<void> {
     if (this.#checked === undefined) {

@@ -34,20 +34,28 @@ function isEmitter(value: unknown): value is Emitter {
 }
 
 /**
- * The first of `events` on `emitter`, or `ms` passing. `error` is never listened to: a
- * listener of ours would change what the client does with errors its owner does not handle.
+ * The first of `events` on `emitter`, or `ms` passing; `cancel()` stops listening. `error`
+ * is never listened to: a listener of ours would change what the client does with errors its
+ * owner does not handle.
  */
-function firstOf(emitter: Emitter, events: readonly string[], ms: number): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
+function firstOf(
+  emitter: Emitter,
+  events: readonly string[],
+  ms: number,
+): { readonly done: Promise<void>; cancel(): void } {
+  let cancel = () => {};
+  const done = new Promise<void>((resolve) => {
+    const finish = () => {
       clearTimeout(timer);
-      for (const event of events) emitter.removeListener(event, done);
+      for (const event of events) emitter.removeListener(event, finish);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    cancel = finish;
+    const timer = setTimeout(finish, ms);
     timer.unref();
-    for (const event of events) emitter.once(event, done);
+    for (const event of events) emitter.once(event, finish);
   });
+  return { done, cancel };
 }
 
 /** Polls `check` every 10 ms until it holds or `ms` passes. */
@@ -117,10 +125,15 @@ export function nodeRedisFirstConnection(
 ): Promise<void> | undefined {
   const opening = () => read(client, 'isOpen') === true && read(client, 'isReady') === false;
   if (!opening()) return undefined;
-  // A client says when its attempt failed ('reconnecting'); a cluster's connect() rejects,
-  // and it is closed again.
-  if (!cluster && isEmitter(client)) {
-    return firstOf(client, ['ready', 'end', 'reconnecting'], FIRST_CONNECTION_MS);
-  }
-  return until(() => !opening(), FIRST_CONNECTION_MS);
+  // A client says when its attempt failed ('reconnecting'); without a reconnect strategy it
+  // is closed (not open any more); a cluster's connect() rejects, and it is closed again.
+  let heard = false;
+  const events =
+    !cluster && isEmitter(client)
+      ? firstOf(client, ['ready', 'end', 'reconnecting'], FIRST_CONNECTION_MS)
+      : undefined;
+  void events?.done.then(() => {
+    heard = true;
+  });
+  return until(() => heard || !opening(), FIRST_CONNECTION_MS).then(() => events?.cancel());
 }

@@ -183,6 +183,41 @@ describe('an ioredis client whose handshake Redis refuses', () => {
   });
 });
 
+describe('a node-redis client of your own whose handshake Redis refuses', () => {
+  // node-redis too tells only its `error` event why; its calls fail with "The client is
+  // offline", which alone read as an outage (and a fail-open route admitted).
+  for (const [label, extra] of [
+    ['reconnecting', {}],
+    ['with no reconnect strategy', { reconnectStrategy: false as const }],
+  ] as const) {
+    it(`a wrong password, connect() not awaited, ${label}: RedisConfigError wrong-password at once, ready() rejects with it`, async () => {
+      const s = await server(['--requirepass', 'right']);
+      const heard: string[] = [];
+      const c = createClient({
+        socket: { port: s.port, host: '127.0.0.1', ...extra },
+        password: 'wrong',
+        disableOfflineQueue: true,
+      });
+      c.on('error', (error: Error) => heard.push(error.message));
+      c.connect().catch(() => {});
+      closers.push(() => c.destroy());
+      const limiter = new RateLimiter({ client: c, timeoutMs: 500 });
+      const started = performance.now();
+      await until(limiter, 'config:wrong-password');
+      await assert.rejects(
+        limiter.ready(),
+        (error: unknown) => error instanceof RedisConfigError && error.reason === 'wrong-password',
+      );
+      const ms = performance.now() - started;
+      assert.ok(ms < 5_000, `found in ${ms.toFixed(0)} ms`);
+      assert.ok(
+        heard.some((m) => /WRONGPASS/.test(m)),
+        'the application’s listener heard it',
+      );
+    });
+  }
+});
+
 describe('a permission withdrawn from the ACL user of a running connection', () => {
   // `-@all`: the scripts themselves are refused (NOPERM). `-pttl`: only a command the scripts
   // run, which Redis 7.0 refuses inside the script with "ERR The user executing the script

@@ -26,9 +26,9 @@ import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/s
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { ioredisFirstConnection } from '../first-connection.js';
+import { HandshakeRefusals } from '../handshake-refusals.js';
 import { errorFromReply } from '../reply-errors.js';
 import { factsFromInfo } from '../server-checks.js';
-import { HandshakeRefusals } from './refusals.js';
 
 /** The options of an ioredis client that sluice reads. */
 export interface IoRedisOptionsLike {

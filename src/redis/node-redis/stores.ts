@@ -26,6 +26,7 @@ import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/s
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { nodeRedisFirstConnection } from '../first-connection.js';
+import { HandshakeRefusals } from '../handshake-refusals.js';
 import { errorFromReply } from '../reply-errors.js';
 import { factsFromInfo } from '../server-checks.js';
 
@@ -95,9 +96,28 @@ export class NodeRedisStore extends CommandStore {
     if (typeof (client as Partial<NodeRedisClientLike> | null)?.sendCommand !== 'function') {
       throw new InvalidInputError('client', 'a node-redis v6 client (createClient())', client);
     }
+    // A refused handshake (a wrong password) is heard on the client's `error` events; the
+    // calls meanwhile fail with "The client is offline", which it then explains.
+    const refusals = new HandshakeRefusals(client, false, (error) => {
+      throw error; // as the EventEmitter would, without the owner's listener
+    });
     super(
-      (command) => client.sendCommand(command),
-      NODE_REDIS_ERRORS,
+      (command) => {
+        const reply = client.sendCommand(command);
+        return typeof (reply as Partial<Promise<unknown>> | undefined)?.then === 'function'
+          ? reply.then((answer) => {
+              refusals.answered();
+              return answer;
+            })
+          : reply;
+      },
+      {
+        toSluiceError: (error) => {
+          const mapped = toSluiceError(error);
+          return (mapped instanceof UnavailableError && refusals.behind()) || mapped;
+        },
+        isNoScript: NODE_REDIS_ERRORS.isNoScript,
+      },
       'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
     );
     this.#client = client;

@@ -10,8 +10,8 @@
  * Listening to `error` takes away ioredis's own "[ioredis] Unhandled error event" print for
  * an application that has no listener of its own: then this listener prints the same line.
  */
-import type { RedisConfigError } from '../../errors.js';
-import { setupError } from '../setup-errors.js';
+import type { RedisConfigError } from '../errors.js';
+import { setupError } from './setup-errors.js';
 
 /** How long a refusal explains failures without being seen again: ioredis retries within 2 s. */
 export const FRESH_MS = 10_000;
@@ -35,7 +35,16 @@ export class HandshakeRefusals {
   #last: { readonly error: unknown; readonly at: number } | undefined;
 
   /** Listens to `client` (a `Redis`, or a `Cluster` when `cluster`); nothing for a non-emitter. */
-  constructor(client: unknown, cluster: boolean) {
+  constructor(
+    client: unknown,
+    cluster: boolean,
+    /**
+     * What the client does with an `error` event nobody else listens to: ioredis prints it
+     * (the default), node-redis's `EventEmitter` throws it.
+     */
+    unhandled: (error: unknown) => void = (error) =>
+      console.error('[ioredis] Unhandled error event:', (error as Error | null)?.stack),
+  ) {
     if (!isEmitter(client)) return;
     const heard = (error: unknown) => {
       if (setupError(error) !== undefined) this.#last = { error, at: performance.now() };
@@ -45,9 +54,7 @@ export class HandshakeRefusals {
     } else {
       client.on('error', (error: unknown) => {
         heard(error);
-        if (client.listenerCount('error') === 1) {
-          console.error('[ioredis] Unhandled error event:', (error as Error | null)?.stack);
-        }
+        if (client.listenerCount('error') === 1) unhandled(error);
       });
     }
     client.on('ready', () => this.answered());
