@@ -196,7 +196,9 @@ export function isSluiceError(error: unknown, code?: SluiceErrorCode): error is 
   // a programming mistake made there is never taken for an outage here.
   if (!(error instanceof Error)) return false;
   const found = (error as { code?: unknown }).code;
-  return typeof found === 'string' && SLUICE_CODES.has(found) && (code === undefined || found === code);
+  return (
+    typeof found === 'string' && SLUICE_CODES.has(found) && (code === undefined || found === code)
+  );
 }
 
 const SLUICE_CODES: ReadonlySet<string> = new Set<SluiceErrorCode>([
