@@ -29,7 +29,7 @@ import { isPolicy } from '../algorithms/policy.js';
 import { InvalidInputError } from '../errors.js';
 import { rejectUnknownKeys } from '../validate.js';
 import type { HttpResponseSpec } from './core.js';
-import { GUARD_OPTION_KEYS } from './guard/options.js';
+import { GUARD_OPTION_KEYS, guardConfig } from './guard/options.js';
 import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 import { type LimitsOption, resolveLimits } from './limits.js';
@@ -110,10 +110,42 @@ function settingsOf(setting: unknown): RouteLimitSettings<unknown> {
  */
 export function RateLimit<Req = unknown>(
   setting: RateLimitSetting<Req>,
+  ...extra: never[]
 ): ClassDecorator & MethodDecorator {
+  if (extra.length > 0) {
+    throw new InvalidInputError(
+      'RateLimit',
+      'one argument (stacked limits are one array: @RateLimit([perTenant, perUser]))',
+      `${extra.length + 1} arguments`,
+    );
+  }
   const settings = settingsOf(setting);
   if (typeof settings.policy !== 'function') resolveLimits(settings.policy, 'policy');
+  checkOverrides(settings);
   return SetMetadata(RATE_LIMIT_METADATA, settings);
+}
+
+/** Stands in for what the module gives every route, to check a route's own settings alone. */
+const PLACEHOLDERS = Object.freeze({
+  limiter: Object.freeze({ take: () => Promise.reject(new Error('placeholder')) }),
+  identify: () => undefined,
+  user: () => undefined,
+  route: 'GET/placeholder',
+});
+
+/**
+ * Checks what a route's settings set by themselves — `failureMode`, `cost`, `route`,
+ * `shadow`, `headers`, `responses`, … — as the guard will, so a misspelt override fails when
+ * the class is declared, not on every request to the route. What the module's options
+ * complete (a `failOpenLimit` for a fail-open route) is checked when the guard is made.
+ */
+function checkOverrides(settings: RouteLimitSettings<unknown>): void {
+  const failOpen = settings.failureMode === 'fail-open' && settings.failOpenLimit === undefined;
+  guardConfig({
+    ...PLACEHOLDERS,
+    ...(failOpen ? { failOpenLimit: 1 } : {}),
+    ...settings,
+  } as unknown as GuardOptions<unknown>);
 }
 
 /**

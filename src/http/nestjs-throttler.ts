@@ -100,12 +100,19 @@ export class SluiceThrottlerStorage {
     try {
       decision = await this.limiter.take({ tenant: key, route: throttlerName }, policy);
     } catch (error) {
-      if (
-        isSluiceError(error, 'SLUICE_INVALID_INPUT') ||
-        isSluiceError(error, 'SLUICE_REDIS_CONFIG')
-      ) {
-        throw error;
+      if (isSluiceError(error, 'SLUICE_INVALID_INPUT')) {
+        // Name the throttler's arguments (the key is the scope's tenant, the throttler's name
+        // its route), not the scope's fields.
+        const field =
+          error.field === 'scope.tenant'
+            ? 'key'
+            : error.field === 'scope.route'
+              ? 'throttlerName'
+              : error.field;
+        if (field === error.field) throw error;
+        throw new InvalidInputError(field, error.expected, field === 'key' ? key : throttlerName);
       }
+      if (isSluiceError(error, 'SLUICE_REDIS_CONFIG')) throw error;
       throw new HttpException(JSON.parse(unavailableResponse().body), 503, { cause: error });
     }
     const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));

@@ -406,6 +406,33 @@ describe('NestJS guard (Express platform)', () => {
       'RateLimit',
     );
     assert.match(field(() => RateLimit([orders, orders])) ?? '', /^policy/);
+    // A route's own overrides are checked when the class is declared, not per request.
+    assert.equal(
+      field(() => RateLimit({ policy: orders, failureMode: 'open' } as never)),
+      'failureMode',
+    );
+    for (const cost of [-1, 0, 0.5, Number.NaN]) {
+      assert.equal(
+        field(() => RateLimit({ policy: orders, cost })),
+        'cost',
+        String(cost),
+      );
+    }
+    assert.equal(
+      field(() => RateLimit({ policy: orders, route: '' })),
+      'route',
+    );
+    assert.equal(
+      field(() => RateLimit({ policy: orders, route: 5 } as never)),
+      'route',
+    );
+    // Stacked limits are one array: a second argument is refused, never dropped.
+    assert.equal(
+      field(() => (RateLimit as (...a: unknown[]) => unknown)(orders, orders)),
+      'RateLimit',
+    );
+    // A fail-open route whose failOpenLimit the module gives is fine here.
+    RateLimit({ policy: orders, failureMode: 'fail-open' });
     assert.equal(
       field(() => SkipRateLimit('yes' as never)),
       'SkipRateLimit',

@@ -124,6 +124,9 @@ describe('SluiceThrottlerStorage', () => {
       [['k', 1000, Number.NaN, 0, 'default'], 'limit'],
       [['k', 1000, 1, -1, 'default'], 'blockDuration'],
       [['k', 1000, 1, 0, ''], 'throttlerName'],
+      // Past what a scope part may hold: still the throttler's arguments, not the scope's.
+      [['k'.repeat(70_000), 1000, 1, 0, 'default'], 'key'],
+      [['k', 1000, 1, 0, 'n'.repeat(70_000)], 'throttlerName'],
     ];
     for (const [args, field] of cases) {
       await assert.rejects(
