@@ -100,7 +100,7 @@ export function ioredisFirstConnection(
         client as Emitter,
         ['ready', 'close', 'end', 'reconnecting'],
         FIRST_CONNECTION_MS,
-      );
+      ).done;
     }
     if (!cluster || read(client, 'status') !== 'ready') return;
     const end = performance.now() + PRIMARIES_MS;
