@@ -86,11 +86,35 @@ function ioredisPrimariesDown(cluster: unknown): { status?: unknown; ping(): Pro
   }
 }
 
+/**
+ * The wait in progress for each client: every limiter made on a client while it connects
+ * shares one (one set of listeners, one round of PINGs).
+ */
+const waiting = new WeakMap<object, Promise<void>>();
+
+function shared(
+  client: unknown,
+  start: () => Promise<void> | undefined,
+): Promise<void> | undefined {
+  if (typeof client !== 'object' || client === null) return start();
+  const current = waiting.get(client);
+  if (current !== undefined) return current;
+  const started = start();
+  if (started === undefined) return undefined;
+  const done = started.finally(() => waiting.delete(client));
+  waiting.set(client, done);
+  return done;
+}
+
 /** An ioredis client: its first connection, then (a `Cluster`) every primary's. */
 export function ioredisFirstConnection(
   client: unknown,
   cluster: boolean,
 ): Promise<void> | undefined {
+  return shared(client, () => ioredisWait(client, cluster));
+}
+
+function ioredisWait(client: unknown, cluster: boolean): Promise<void> | undefined {
   const connecting = ioredisConnecting(client) && isEmitter(client);
   if (!connecting && !(cluster && read(client, 'status') === 'ready')) return undefined;
   if (!connecting && ioredisPrimariesDown(client).length === 0) return undefined;
@@ -123,6 +147,10 @@ export function nodeRedisFirstConnection(
   client: unknown,
   cluster: boolean,
 ): Promise<void> | undefined {
+  return shared(client, () => nodeRedisWait(client, cluster));
+}
+
+function nodeRedisWait(client: unknown, cluster: boolean): Promise<void> | undefined {
   const opening = () => read(client, 'isOpen') === true && read(client, 'isReady') === false;
   if (!opening()) return undefined;
   // A client says when its attempt failed ('reconnecting'); without a reconnect strategy it

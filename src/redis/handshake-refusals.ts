@@ -30,12 +30,35 @@ function isEmitter(client: unknown): client is Emitter {
   }
 }
 
-/** The handshake refusals one ioredis client reports. */
+/** One listener set per client, however many limiters (stores) share it. */
+const byClient = new WeakMap<object, HandshakeRefusals>();
+
+/** The handshake refusals one client (ioredis, or node-redis) reports. */
 export class HandshakeRefusals {
+  /**
+   * The refusals of `client`, listened to once: every store of the same client shares them,
+   * so a process making many limiters on one client adds no listener per limiter.
+   */
+  static of(
+    client: unknown,
+    cluster: boolean,
+    unhandled?: (error: unknown) => void,
+  ): HandshakeRefusals {
+    if (typeof client !== 'object' || client === null) {
+      return new HandshakeRefusals(client, cluster, unhandled);
+    }
+    let refusals = byClient.get(client);
+    if (refusals === undefined) {
+      refusals = new HandshakeRefusals(client, cluster, unhandled);
+      byClient.set(client, refusals);
+    }
+    return refusals;
+  }
+
   #last: { readonly error: unknown; readonly at: number } | undefined;
 
   /** Listens to `client` (a `Redis`, or a `Cluster` when `cluster`); nothing for a non-emitter. */
-  constructor(
+  private constructor(
     client: unknown,
     cluster: boolean,
     /**

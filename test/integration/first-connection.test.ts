@@ -68,6 +68,25 @@ describe('a client on its first connection', () => {
     }
   });
 
+  it('many limiters on one client add its listeners once (no listener per limiter)', async () => {
+    const redis = await startRedisServer();
+    servers.push(redis);
+    const io = new Redis({ port: redis.port, ...IOREDIS_OPTIONS });
+    io.on('error', () => {});
+    closers.push(() => io.disconnect());
+    const nr = createClient({ url: redis.url, disableOfflineQueue: true });
+    nr.on('error', () => {});
+    await nr.connect();
+    closers.push(() => nr.destroy());
+    for (const client of [io, nr]) {
+      const before = client.listenerCount('error') + client.listenerCount('ready');
+      for (let i = 0; i < 20; i++) new RateLimiter({ client });
+      const added = client.listenerCount('error') + client.listenerCount('ready') - before;
+      // The refusals' two, and one shared wait while a client still connects.
+      assert.ok(added <= 3, `${added} listeners added by 20 limiters`);
+    }
+  });
+
   it('a server that never answers the handshake: UnavailableError at the deadline, nothing sent, no timeout', async () => {
     const port = await silentServer();
     const io = new Redis({ port, ...IOREDIS_OPTIONS, connectTimeout: 60_000 });

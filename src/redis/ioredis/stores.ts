@@ -221,7 +221,7 @@ export class IoRedisStore extends CommandStore {
       throw new InvalidInputError('client', 'an ioredis Redis or Cluster', client);
     }
     checkIoRedisClient(client, 'client');
-    const refusals = new HandshakeRefusals(client, read(client, 'isCluster') === true);
+    const refusals = HandshakeRefusals.of(client, read(client, 'isCluster') === true);
     super(
       (command) =>
         callSafely(

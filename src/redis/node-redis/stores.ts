@@ -98,7 +98,7 @@ export class NodeRedisStore extends CommandStore {
     }
     // A refused handshake (a wrong password) is heard on the client's `error` events; the
     // calls meanwhile fail with "The client is offline", which it then explains.
-    const refusals = new HandshakeRefusals(client, false, (error) => {
+    const refusals = HandshakeRefusals.of(client, false, (error) => {
       throw error; // as the EventEmitter would, without the owner's listener
     });
     super(
