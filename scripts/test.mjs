@@ -58,7 +58,7 @@ function pointImports(file, source) {
   const from = dirname(source);
   const pointed = text.replace(
     /((?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"]))(\.{1,2}\/[^'"]+)\2/g,
-    (whole, head, quote, specifier) => {
+    (_whole, head, quote, specifier) => {
       const target = relative(root, join(from, specifier));
       const mapped = target.startsWith('src/')
         ? join(root, 'dist', target.slice(4))

@@ -9,7 +9,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { fixedWindow, isSluiceError, RateLimiter, UnavailableError } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';

@@ -13,7 +13,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { RateLimiter, slidingWindowLog } from 'sluice';
-import type { ScriptStore } from 'sluice/store';
 import { MAX_WINDOW_MS } from '../../src/algorithms/policy.js';
 import {
   type LogEntry,

@@ -64,7 +64,7 @@ export async function connectRedis(given?: ConnectRedisOptions): Promise<RedisCo
   // reconnect attempt) is reported once, by whichever connection gets there first.
   const steps = new OutageSteps();
   const reconnectStrategy =
-    (source: Source) =>
+    (_source: Source) =>
     (retries: number, cause: Error): number | Error => {
       if (!connected || !reconnect) return cause ?? new Error('connection lost');
       const base = Math.min(2000, 50 * 2 ** Math.min(retries, 6));
