@@ -12,6 +12,8 @@ const loaders: Record<string, () => Promise<Contender>> = {
   'rate-limiter-flexible': async () => (await import('./rate-limiter-flexible.js')).contender,
   'rate-limit-redis': async () => (await import('./rate-limit-redis.js')).contender,
   floor: async () => (await import('./floor.js')).contender,
+  'sluice-node-redis': async () => (await import('./sluice.js')).nodeRedisContender,
+  'sluice-ioredis': async () => (await import('./sluice.js')).ioredisContender,
   'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,
   'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
   'sluice-takeall3': async () => (await import('./sluice.js')).takeAll3Contender,

@@ -53,6 +53,48 @@ export const contender = sluiceContender(
   {},
 );
 
+/**
+ * sluice on the application's own clients, as the client table of the README allows: a
+ * node-redis v6 `createClient({ disableOfflineQueue: true })` and an ioredis `Redis` with
+ * `IOREDIS_OPTIONS`, each given to `RateLimiter` as is (no script connection).
+ */
+export const nodeRedisContender: Contender = {
+  name: 'sluice-node-redis',
+  description: "as sluice, on the user's own node-redis v6 client (createClient)",
+  async setup(url, { limit, windowMs }) {
+    const { createClient } = await import('redis');
+    const client = createClient({ url, disableOfflineQueue: true });
+    client.on('error', () => {}); // failures surface as rejected calls
+    await client.connect();
+    const limiter = new RateLimiter({ client });
+    const policy = fixedWindow({ limit, windowMs });
+    return {
+      take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+      close: () => client.close(),
+    };
+  },
+};
+
+export const ioredisContender: Contender = {
+  name: 'sluice-ioredis',
+  description: "as sluice, on the user's own ioredis client (new Redis(url, IOREDIS_OPTIONS))",
+  async setup(url, { limit, windowMs }) {
+    const { Redis } = await import('ioredis');
+    const { IOREDIS_OPTIONS } = await import('../../src/redis/ioredis/stores.js');
+    const client = new Redis(url, { ...IOREDIS_OPTIONS, lazyConnect: true });
+    client.on('error', () => {}); // failures surface as rejected calls
+    await client.connect();
+    const limiter = new RateLimiter({ client });
+    const policy = fixedWindow({ limit, windowMs });
+    return {
+      take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+      async close() {
+        await client.quit();
+      },
+    };
+  },
+};
+
 export const uncachedContender = sluiceContender(
   'sluice-uncached',
   'as sluice, with `denialCache: false` (every take reaches Redis)',
