@@ -111,7 +111,8 @@ function newGroup(): Group {
  * batch goes as soon as it holds its share of the node's load (what waits plus what is in
  * flight, over this depth) and at least {@link MIN_EARLY_BATCH} items. One batch per
  * event-loop turn would run Node.js and Redis in lock-step (see bench/RESULTS.md for what
- * sending by shares is worth).
+ * sending by shares is worth). Not for a store whose client writes once per turn
+ * (`ScriptStore.writesPerTurn`, node-redis): there it would only split a turn's batch.
  */
 export const PIPELINE_DEPTH = 4;
 
@@ -133,6 +134,8 @@ export class Coalescer {
   readonly #store: ScriptStore;
   readonly #maxBatchSize: number;
   readonly #maxBatchWork: number;
+  /** The fewest items a batch goes with before the end of its turn (see MIN_EARLY_BATCH). */
+  readonly #minEarlyBatch: number;
   /** The node of a key, for a store of several nodes; undefined for one server. */
   readonly #groupOf: ((key: string) => string) | undefined;
   /** The one server's group (no lookup per request), or each node's, by name. */
@@ -171,6 +174,8 @@ export class Coalescer {
     this.#store = store;
     this.#maxBatchSize = maxBatchSize;
     this.#maxBatchWork = maxBatchWork;
+    // A client that writes once per turn sends every batch of the turn together: no early ones.
+    this.#minEarlyBatch = store.writesPerTurn === true ? Number.POSITIVE_INFINITY : MIN_EARLY_BATCH;
     this.#clock = clock;
     this.#stallTimeoutMs = stallTimeoutMs;
     this.#groupOf =
@@ -222,7 +227,7 @@ export class Coalescer {
     if (
       group.items >= this.#maxBatchSize ||
       group.work >= this.#maxBatchWork ||
-      (group.items >= MIN_EARLY_BATCH &&
+      (group.items >= this.#minEarlyBatch &&
         group.items * PIPELINE_DEPTH >= group.callItems + group.items)
     ) {
       this.#sendWaiting(group);

@@ -49,6 +49,13 @@ export interface ScriptStore {
    * coalescer sends one batch per node. Absent: one batch for everything (one server).
    */
   groupOf?(key: string): string;
+  /**
+   * True when the client writes every command of one event-loop turn together, after the
+   * turn (node-redis: in a `setImmediate`), rather than each as it is sent. The coalescer
+   * then sends one batch per node per turn: batches sent earlier in the turn would reach
+   * Redis no sooner, only as more script calls (see `PIPELINE_DEPTH` in `coalescer.ts`).
+   */
+  readonly writesPerTurn?: boolean;
 }
 
 /**

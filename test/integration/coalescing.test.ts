@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { createClient } from 'redis';
 import type { Decision, Policy, Scope } from 'sluice';
 import {
   fixedWindow,
@@ -61,6 +62,26 @@ describe('coalescing', () => {
     // (test/unit/coalescer.test.ts), at most 128 each: a short ramp, not one call per take.
     assert.ok(calls >= 3 * Math.ceil(400 / 128), `${calls} script calls for 1200 takes`);
     assert.ok(calls <= 3 * 16, `${calls} script calls for 1200 takes`);
+  });
+
+  it("on the application's own node-redis client, a turn's takes go as full batches only", async () => {
+    // node-redis writes a turn's commands together (in a setImmediate): batches sent early in
+    // the turn would reach Redis no sooner, only as more script calls.
+    const client = createClient({ url: redis.server.url, disableOfflineQueue: true });
+    await client.connect();
+    try {
+      const limiter = new RateLimiter({ client, denialCache: false });
+      const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
+      await Promise.all([1, 2].map(() => limiter.take({ tenant: randomTenant(), route }, policy)));
+      const before = await scriptCalls();
+      const decisions = await Promise.all(
+        Array.from({ length: 300 }, () => limiter.take({ tenant: randomTenant(), route }, policy)),
+      );
+      assert.ok(decisions.every((d) => d.allowed));
+      assert.equal((await scriptCalls()) - before, Math.ceil(300 / 128));
+    } finally {
+      await client.close();
+    }
   });
 
   it('mixed policies, versions and costs in one batch decide as the same takes one by one', async () => {

@@ -116,6 +116,26 @@ describe('the coalescer cuts script calls', () => {
     assert.ok(requests.every((r) => r.settled));
   });
 
+  it('for a client that writes once per turn (node-redis), a burst goes as full batches only', async () => {
+    const { store, sent, request } = recordingStore();
+    const coalescer = new Coalescer({ ...store, writesPerTurn: true }, 128, () => 0);
+    const requests = Array.from({ length: 300 }, () => request(1, 1));
+    for (const r of requests) coalescer.add(r);
+    // Early batches would reach Redis no sooner: only full ones go before the turn ends.
+    assert.deepEqual(
+      sent.map((s) => s.items),
+      [128, 128],
+    );
+    await endOfTurn();
+    assert.deepEqual(
+      sent.map((s) => s.items),
+      [128, 128, 44],
+    );
+    for (const s of sent) s.answer();
+    await endOfTurn();
+    assert.ok(requests.every((r) => r.settled));
+  });
+
   it('answered calls leave the load: the next few requests go together again', async () => {
     const { store, sent, request } = recordingStore();
     const coalescer = new Coalescer(store, 128, () => 0);

@@ -125,6 +125,9 @@ export class NodeRedisStore extends CommandStore {
 
   readonly #client: NodeRedisClientLike;
 
+  /** node-redis writes a turn's commands together, in a `setImmediate`. */
+  readonly writesPerTurn = true;
+
   /** See `ScriptStore.firstConnection`. */
   firstConnection(): Promise<void> | undefined {
     return nodeRedisFirstConnection(this.#client, false);
@@ -145,6 +148,9 @@ export class NodeRedisClusterStore extends CommandStore {
   }
 
   override readonly cluster = true;
+
+  /** Each node's client writes a turn's commands together, in a `setImmediate`. */
+  readonly writesPerTurn = true;
 
   /** See `ScriptStore.firstConnection`. */
   firstConnection(): Promise<void> | undefined {
@@ -202,6 +208,9 @@ export class NodeRedisClusterStore extends CommandStore {
 /** The store of a node-redis v6 sentinel client (`createSentinel()`). */
 export class NodeRedisSentinelStore extends CommandStore {
   readonly sentinel = true;
+
+  /** node-redis writes a turn's commands together, in a `setImmediate`. */
+  readonly writesPerTurn = true;
 
   constructor(sentinel: NodeRedisSentinelLike) {
     super(
