@@ -12,6 +12,9 @@ const loaders: Record<string, () => Promise<Contender>> = {
   'rate-limiter-flexible': async () => (await import('./rate-limiter-flexible.js')).contender,
   'rate-limit-redis': async () => (await import('./rate-limit-redis.js')).contender,
   floor: async () => (await import('./floor.js')).contender,
+  'seed-floor': async () => (await import('./seed-floor.js')).contender,
+  'rate-limiter-flexible-3': async () =>
+    (await import('./rate-limiter-flexible.js')).stackedContender,
   'sluice-node-redis': async () => (await import('./sluice.js')).nodeRedisContender,
   'sluice-ioredis': async () => (await import('./sluice.js')).ioredisContender,
   'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,

@@ -21,6 +21,7 @@ import {
 } from '../../src/index.js';
 import { connectRedis } from '../../src/redis/node-redis/connect.js';
 import type { Contender } from '../types.js';
+import { stackedUser } from './stacked.js';
 
 const ROUTE = 'GET/bench';
 
@@ -201,7 +202,10 @@ export const take3Contender: Contender = {
   },
 };
 
-/** Three stacked fixedWindow limits of one tenant: tenant-wide, per route, per route + user. */
+/**
+ * Three stacked fixedWindow limits of one tenant: tenant-wide, per route, per route + user,
+ * the user one of the tenant's 20 (`stackedUser`, drawn uniformly per request).
+ */
 function stackedItems(limit: number, windowMs: number): (tenant: string) => TakeAllItem[] {
   const tenantWide = fixedWindow({ limit, windowMs, name: 'bench-tenant' });
   const perRoute = fixedWindow({ limit, windowMs, name: 'bench-route' });
@@ -209,7 +213,7 @@ function stackedItems(limit: number, windowMs: number): (tenant: string) => Take
   return (tenant) => [
     { scope: { tenant }, policy: tenantWide },
     { scope: { tenant, route: ROUTE }, policy: perRoute },
-    { scope: { tenant, route: ROUTE, user: 'u1' }, policy: perUser },
+    { scope: { tenant, route: ROUTE, user: stackedUser() }, policy: perUser },
   ];
 }
 
