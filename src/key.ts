@@ -24,7 +24,7 @@
  * they expire on their own TTLs.
  */
 import { createHash, hash } from 'node:crypto';
-import { boundedMemo } from './bounded-memo.js';
+import { boundedMemo, boundedPairMemo } from './bounded-memo.js';
 
 /** One-shot `crypto.hash` (Node ≥ 20.12) costs about a third of a Hash object per call. */
 const sha256hex: (text: string) => string =
@@ -43,19 +43,22 @@ export function digest(parts: readonly unknown[], hexChars = DIGEST_HEX): string
 /**
  * Entries of each key-digest memo: what a busy process meets again and again (its routes,
  * its largest tenants) is hashed once, not on every call (a SHA-256 is about half a µs, two
- * per key). At most 1,024 × (a JSON text of up to 2 × 256 characters + 32) per memo.
+ * per key). At most 1,024 entries per memo, each keyed by its scope parts (up to 256
+ * characters each).
  */
 const MEMO_ENTRIES = 1024;
 
-const digestOfText = (text: string) => sha256hex(text).slice(0, DIGEST_HEX);
-/** `digest([tenant])`, memoized. */
-const tenantDigest = boundedMemo(digestOfText, MEMO_ENTRIES);
+/** `{digest([tenant])}`, memoized. */
+const tenantTags = boundedMemo((tenant: string) => `{${digest([tenant])}}`, MEMO_ENTRIES);
 /** `digest([route ?? null, user ?? null])`, memoized. */
-const restDigest = boundedMemo(digestOfText, MEMO_ENTRIES);
+const restDigest = boundedPairMemo(
+  (route: string | undefined, user: string | undefined) => digest([route ?? null, user ?? null]),
+  MEMO_ENTRIES,
+);
 
 /** The hash tag of a tenant: `{<hash>}`. Every key of the tenant carries it. */
 export function tenantTag(tenant: string): string {
-  return `{${tenantDigest(JSON.stringify([tenant]))}}`;
+  return tenantTags(tenant);
 }
 
 /**
@@ -77,7 +80,7 @@ export function scopeKey(
 ): string {
   const base = `${namespace}:${tag}:${policyId}`;
   if (route === undefined && user === undefined) return base;
-  return `${base}:${restDigest(JSON.stringify([route ?? null, user ?? null]))}`;
+  return `${base}:${restDigest(route, user)}`;
 }
 
 /** The key of a namespace's reset epoch (see `reset-epoch.ts`). Outside every tenant's slot. */

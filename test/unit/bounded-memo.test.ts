@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { boundedMemo } from '../../src/bounded-memo.js';
+import { boundedMemo, boundedPairMemo } from '../../src/bounded-memo.js';
 import { digest, scopeKey, tenantTag } from '../../src/key.js';
 
 describe('boundedMemo', () => {
   it('computes an input once while it is held, and again once the memo was emptied', () => {
     const calls: string[] = [];
-    const memo = boundedMemo((text) => {
+    const memo = boundedMemo((text: string) => {
       calls.push(text);
       return text.toUpperCase();
     }, 3);
@@ -24,6 +24,22 @@ describe('boundedMemo', () => {
     assert.equal(memo('d'), 'D');
     assert.equal(memo('a'), 'A');
     assert.deepEqual(calls, ['a', 'b', 'c', 'd', 'a']);
+  });
+
+  it('a pair memo tells (a, undefined) from (a, b) and holds at most its bound in all', () => {
+    const calls: string[] = [];
+    const memo = boundedPairMemo((a: string, b: string | undefined) => {
+      calls.push(`${a}/${b}`);
+      return `${a}/${b ?? '-'}`;
+    }, 3);
+    assert.equal(memo('r', undefined), 'r/-');
+    assert.equal(memo('r', 'u'), 'r/u');
+    assert.equal(memo('s', 'u'), 's/u');
+    assert.equal(memo('r', undefined), 'r/-');
+    assert.deepEqual(calls, ['r/undefined', 'r/u', 's/u']);
+    assert.equal(memo('s', 'v'), 's/v'); // full: emptied first
+    assert.equal(memo('r', 'u'), 'r/u');
+    assert.deepEqual(calls, ['r/undefined', 'r/u', 's/u', 's/v', 'r/u']);
   });
 
   it('the memoized key digests are the digests of the key scheme', () => {
