@@ -113,6 +113,12 @@ function progress(text: string): void {
   process.stderr.write(text);
 }
 
+/** Whether `scenario` runs at `concurrency` (a scenario may name the ones it runs at). */
+function runsAt(scenario: string, concurrency: number): boolean {
+  const only = getScenario(scenario).concurrency;
+  return only === undefined || only.includes(concurrency);
+}
+
 /** Rotates `items` left by `by` places. */
 function rotate<T>(items: readonly T[], by: number): T[] {
   const k = items.length === 0 ? 0 : by % items.length;
@@ -134,11 +140,10 @@ async function main(): Promise<number> {
   const started = performance.now();
   const sourceAtStart = sourceState();
   const commandLine = ['node --import tsx bench/run.ts', ...process.argv.slice(2)].join(' ');
-  const runsTotal =
-    options.rounds *
-    options.scenarios.length *
-    options.concurrency.length *
-    options.contenders.length;
+  const cells = options.scenarios.flatMap((scenario) =>
+    options.concurrency.filter((c) => runsAt(scenario, c)),
+  );
+  const runsTotal = options.rounds * cells.length * options.contenders.length;
   const estimateSec = Math.round(
     (runsTotal * (options.durationMs + options.warmupMs + 500)) / 1000 + 15,
   );
@@ -214,6 +219,7 @@ async function main(): Promise<number> {
         const order = rotate(options.contenders, round - 1);
         for (const scenario of options.scenarios) {
           for (const concurrency of options.concurrency) {
+            if (!runsAt(scenario, concurrency)) continue;
             for (const contender of order) {
               index++;
               progress(

@@ -8,7 +8,7 @@
  *   busiest tenant sends 15 % of the requests, the ten busiest 41 %),
  *   limit 1,000,000 per 60 s, so every take is allowed and most update a key that exists (the
  *   update path). The stacked contenders (`sluice-takeall3`, `rate-limiter-flexible-3`) take
- *   three limits per request: tenant-wide, per route and per user.
+ *   three limits per request: tenant-wide, per route and per user. At C=16 and C=256 only.
  */
 import type { BenchPolicy } from './types.js';
 
@@ -16,6 +16,8 @@ export interface Scenario {
   readonly name: string;
   readonly description: string;
   readonly policy: BenchPolicy;
+  /** The concurrencies it runs at, of those asked for (all when absent). */
+  readonly concurrency?: readonly number[];
   /** The key (tenant) of the next take. */
   nextKey(): string;
 }
@@ -64,6 +66,7 @@ export const scenarios: Record<string, Scenario> = {
     name: 'zipf',
     description: `Zipf-distributed tenant (${ZIPF_TENANTS.toLocaleString('en-US')} tenants, s = ${ZIPF_S}), limit 1,000,000 / 60 s (all allowed; hot tenants update their keys)`,
     policy: { limit: 1_000_000, windowMs: 60_000 },
+    concurrency: [16, 256],
     nextKey: () => `z${zipfRank()}`,
   },
 };
