@@ -9,6 +9,7 @@
  * `prometheusMetrics()` on the limiter and its client, scraped once a second.
  */
 import {
+  type AcceptedClient,
   fixedWindow,
   gcra,
   type Policy,
@@ -59,42 +60,56 @@ export const contender = sluiceContender(
  * node-redis v6 `createClient({ disableOfflineQueue: true })` and an ioredis `Redis` with
  * `IOREDIS_OPTIONS`, each given to `RateLimiter` as is (no script connection).
  */
-export const nodeRedisContender: Contender = {
-  name: 'sluice-node-redis',
-  description: "as sluice, on the user's own node-redis v6 client (createClient)",
-  async setup(url, { limit, windowMs }) {
+/** sluice with default options and fixedWindow on a client the application made itself. */
+function ownClientContender(
+  name: string,
+  description: string,
+  connect: (url: string) => Promise<{ client: AcceptedClient; close(): Promise<void> }>,
+): Contender {
+  return {
+    name,
+    description,
+    async setup(url, { limit, windowMs }) {
+      const { client, close } = await connect(url);
+      const limiter = new RateLimiter({ client });
+      const policy = fixedWindow({ limit, windowMs });
+      return {
+        take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+        close,
+      };
+    },
+  };
+}
+
+export const nodeRedisContender = ownClientContender(
+  'sluice-node-redis',
+  "as sluice, on the user's own node-redis v6 client (createClient)",
+  async (url) => {
     const { createClient } = await import('redis');
     const client = createClient({ url, disableOfflineQueue: true });
     client.on('error', () => {}); // failures surface as rejected calls
     await client.connect();
-    const limiter = new RateLimiter({ client });
-    const policy = fixedWindow({ limit, windowMs });
-    return {
-      take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
-      close: () => client.close(),
-    };
+    return { client, close: () => client.close() };
   },
-};
+);
 
-export const ioredisContender: Contender = {
-  name: 'sluice-ioredis',
-  description: "as sluice, on the user's own ioredis client (new Redis(url, IOREDIS_OPTIONS))",
-  async setup(url, { limit, windowMs }) {
+export const ioredisContender = ownClientContender(
+  'sluice-ioredis',
+  "as sluice, on the user's own ioredis client (new Redis(url, IOREDIS_OPTIONS))",
+  async (url) => {
     const { Redis } = await import('ioredis');
     const { IOREDIS_OPTIONS } = await import('../../src/redis/ioredis/stores.js');
     const client = new Redis(url, { ...IOREDIS_OPTIONS, lazyConnect: true });
     client.on('error', () => {}); // failures surface as rejected calls
     await client.connect();
-    const limiter = new RateLimiter({ client });
-    const policy = fixedWindow({ limit, windowMs });
     return {
-      take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
+      client,
       async close() {
         await client.quit();
       },
     };
   },
-};
+);
 
 export const uncachedContender = sluiceContender(
   'sluice-uncached',
