@@ -70,17 +70,18 @@ const WHY = {
     'this 2-core machine a C=1 run lands near 10k or near 30k decisions/s depending on how the scheduler ' +
     'places the two processes, for either library: compare the per-round ratios, not one round.',
   c16:
-    'At 16 callers Redis is near one core for both libraries (Redis CPU/dec × decisions/s in the summary), ' +
-    'so the rate is Redis time per decision, and sluice’s is within a few % of rate-limiter-flexible’s ' +
-    '(see the Redis CPU row): batching saves the per-call overhead, but each item carries a longer key ' +
-    '(namespace, tenant hash, policy id and scope hash: about 70 bytes against 20), seven arguments, and ' +
-    'four integers back. The client process is not the limit (compare the Node CPU/dec columns).',
+    'At 16 callers the rate is round trips and Redis time per decision, and sluice’s Redis time is about ' +
+    'rate-limiter-flexible’s (see the Redis CPU row): batching saves the per-call overhead, but each item ' +
+    'carries a longer key (92 bytes against about 14: 0.8 µs more per new key), eight arguments to parse ' +
+    '(0.8 µs) and the batch loop (0.9 µs) before its commands run (bench/PROFILE.md, 2026-12-02). On a ' +
+    'loaded machine this cell swings by half from round to round: read the spread.',
   throughputRlf:
     'Redis is the bottleneck of this cell: on random keys every decision creates a key with a TTL; compare ' +
-    'sluice with the floor (the same script sent bare) and with what `redis-benchmark` reaches for it ' +
-    '("Server limit"). Twice rate-limiter-flexible’s rate needs half its Redis time per decision (its ' +
-    'Redis CPU/dec in the summary), while the script time of creating one key with an expiry alone (a bare ' +
-    'Lua loop of `SET … PX NX GET`, measured 2026-12-01) is 1.5–2.1 µs.',
+    'sluice with the floors (the same script sent bare; the seed’s script batched with no hashing and short ' +
+    'keys) and with what `redis-benchmark` reaches for it ("Server limit"). Twice rate-limiter-flexible’s ' +
+    'rate needs half its Redis time per decision (its Redis CPU/dec in the summary), while parsing an item ' +
+    'and creating its key (`SET … NX PX GET`) alone take 3.3 µs of Redis CPU per new key, about 0.55× ' +
+    'rate-limiter-flexible’s whole decision, before the batch loop and the algorithm (bench/PROFILE.md).',
   floor:
     'The floor is one bare socket writing each EVALSHA of the fixed-window script the moment it is called, ' +
     'with no validation, hashing, deadline or batching.',
@@ -90,10 +91,12 @@ const WHY = {
     'twice its throughput.',
   redisCpu:
     'Redis CPU per decision is dominated by what every contender pays per new key: parsing the command, ' +
-    'creating the key and its expiry, writing the reply. Creating the fixed window’s counter in one command ' +
-    '(`SET … PX NX GET`) and reading one-item requests in place brought sluice’s script time from 3.8–4.4 to ' +
-    '3.3–3.5 µs per new key in a batch (2026-12-01), but 0.6× rate-limiter-flexible is less than that ' +
-    'script time alone.',
+    'creating the key and its expiry, writing the reply. Per batch item on a new key (bench/PROFILE.md, ' +
+    '2026-12-02): 0.8 µs to parse its key and seven arguments, 0.9 µs of the batch loop, 2.5 µs for ' +
+    '`SET … NX PX GET` (0.7–0.8 µs of it the 92-byte key) and 0.5 µs of the algorithm: about 0.7× ' +
+    'rate-limiter-flexible’s 5.9 µs before anything is cut. The fixed window no longer has Redis format ' +
+    'Lua numbers (printf) on every take; below 0.6× needs fewer arguments per item or shorter keys, both ' +
+    'fixed (the batch layout, the key scheme).',
   cache:
     'The denial cache costs the allowed path one Map lookup per take; a miss here beyond the spread would be ' +
     'a regression.',
