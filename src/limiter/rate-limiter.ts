@@ -17,7 +17,7 @@
  * scope once, and creates no timer.
  */
 import { performance } from 'node:perf_hooks';
-import { isConcurrency } from '../algorithms/concurrency.js';
+import { type ConcurrencyPolicy, isConcurrency } from '../algorithms/concurrency.js';
 import { InvalidInputError, OverloadError, UnavailableError } from '../errors.js';
 import { resetEpochKey } from '../key.js';
 import { observerFailed } from '../observer.js';
@@ -312,6 +312,8 @@ export class RateLimiter {
    * @throws {DOMException} an `AbortError` when `options.signal` fires first.
    * @throws the failures of {@link take} (the wait ends with the first one).
    */
+  wait(scope: Scope, policy: ConcurrencyPolicy, options: WaitOptions): Promise<Lease>;
+  wait(scope: Scope, policy: Policy, options: WaitOptions): Promise<Decision>;
   wait(scope: Scope, policy: Policy, options: WaitOptions): Promise<Decision> {
     return this.#waits.wait(scope, policy, options);
   }
@@ -326,11 +328,23 @@ export class RateLimiter {
    */
   schedule<T>(
     scope: Scope,
+    policy: ConcurrencyPolicy,
+    fn: (lease: Lease) => T | PromiseLike<T>,
+    options: WaitOptions,
+  ): Promise<Scheduled<T>>;
+  schedule<T>(
+    scope: Scope,
     policy: Policy,
     fn: (decision: Decision) => T | PromiseLike<T>,
     options: WaitOptions,
+  ): Promise<Scheduled<T>>;
+  schedule<T>(
+    scope: Scope,
+    policy: Policy,
+    fn: ((lease: Lease) => T | PromiseLike<T>) | ((decision: Decision) => T | PromiseLike<T>),
+    options: WaitOptions,
   ): Promise<Scheduled<T>> {
-    return this.#waits.schedule(scope, policy, fn, options);
+    return this.#waits.schedule(scope, policy, fn as (decision: Decision) => T, options);
   }
 
   /**
