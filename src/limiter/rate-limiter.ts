@@ -121,6 +121,7 @@ export class RateLimiter {
       stats: this.#stats,
       maxWaiters: settings.maxWaiters,
       take: (target, requestId) => this.#sendTake(target, requestId),
+      reporter: this.#reporter,
     });
     this.ready().catch(() => {}); // the checks' warnings, at start; the calls say the rest
     if (metrics !== undefined) {

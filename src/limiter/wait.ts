@@ -25,8 +25,10 @@
  */
 import { type ConcurrencyPolicy, isConcurrency } from '../algorithms/concurrency.js';
 import { InvalidInputError } from '../errors.js';
+import type { WaitOutcome } from '../metrics/types.js';
 import type { Decision, Lease, Policy, Scope, TakeOptions } from '../types.js';
 import { onlyKnownKeys, readProperty } from '../validate.js';
+import type { DecisionReporter } from './events.js';
 import { keepLease } from './lease-keeper.js';
 import type { Leases } from './leases.js';
 import type { LimiterStats } from './stats.js';
@@ -62,6 +64,8 @@ export interface WaitPath {
   readonly maxWaiters: number;
   /** A take of a validated target. */
   take(target: Target, requestId: string | undefined): Promise<Decision>;
+  /** Where wait outcomes are reported; undefined when nothing observes the limiter. */
+  readonly reporter: DecisionReporter | undefined;
 }
 
 const WAIT_KEYS: readonly string[] = ['maxWaitMs', 'cost', 'signal', 'id', 'requestId'];
@@ -71,6 +75,8 @@ const MAX_BACKOFF_MS = 1000;
 
 interface Waiter {
   readonly target: Target;
+  /** `performance.now()` when it started waiting. */
+  readonly startedAt: number;
   readonly lease: boolean;
   readonly requestId: string | undefined;
   readonly deadline: number;
@@ -134,20 +140,22 @@ export class Waits {
       return Promise.reject(error);
     }
     const lease = isConcurrency(target.policy);
+    const startedAt = performance.now();
     if (signal?.aborted) {
-      stats.waitAborted++;
+      this.#count('aborted', target, startedAt);
       return Promise.reject(abortError(signal));
     }
     if (stats.waiting >= this.#path.maxWaiters) {
-      stats.waitOverflow++;
+      this.#count('overflow', target, startedAt);
       return Promise.resolve(this.#refusal(target, lease, undefined));
     }
     return new Promise<Decision>((resolve, reject) => {
       const waiter: Waiter = {
         target,
+        startedAt,
         lease,
         requestId,
-        deadline: performance.now() + maxWaitMs,
+        deadline: startedAt + maxWaitMs,
         resolve,
         reject,
         done: false,
@@ -241,7 +249,7 @@ export class Waits {
       }
       if (taker !== undefined) {
         const w = taker;
-        this.#path.stats.waitGranted++;
+        this.#count('granted', w.target, w.startedAt);
         this.#finish(queue, w, () => w.resolve(decision));
       }
       this.#run(queue);
@@ -253,7 +261,7 @@ export class Waits {
     if (!asked.done) {
       const never = !Number.isFinite(decision.retryAfterMs);
       if (never || (exact && now + decision.retryAfterMs > asked.deadline)) {
-        this.#path.stats.waitTimedOut++;
+        this.#count('timed_out', asked.target, asked.startedAt);
         this.#finish(queue, asked, () => asked.resolve(decision));
         this.#run(queue);
         return;
@@ -289,7 +297,7 @@ export class Waits {
 
   #timeOut(queue: Queue, waiter: Waiter): void {
     if (waiter.done) return;
-    this.#path.stats.waitTimedOut++;
+    this.#count('timed_out', waiter.target, waiter.startedAt);
     this.#finish(queue, waiter, () =>
       waiter.resolve(this.#refusal(waiter.target, waiter.lease, queue.lastDenial)),
     );
@@ -298,7 +306,7 @@ export class Waits {
 
   #abort(queue: Queue, waiter: Waiter): void {
     if (waiter.done) return;
-    this.#path.stats.waitAborted++;
+    this.#count('aborted', waiter.target, waiter.startedAt);
     this.#finish(queue, waiter, () => waiter.reject(abortError(waiter.signal as AbortSignal)));
     this.#head(queue);
   }
@@ -322,6 +330,16 @@ export class Waits {
     queue.timer = undefined;
     queue.backoffMs = FIRST_BACKOFF_MS;
     this.#run(queue);
+  }
+
+  /** Counts a wait's outcome and reports it. */
+  #count(outcome: WaitOutcome, target: Target, startedAt: number): void {
+    const stats = this.#path.stats;
+    if (outcome === 'granted') stats.waitGranted++;
+    else if (outcome === 'timed_out') stats.waitTimedOut++;
+    else if (outcome === 'aborted') stats.waitAborted++;
+    else stats.waitOverflow++;
+    this.#path.reporter?.waited(outcome, target, startedAt);
   }
 
   /** A refusal without a new Redis call: the last denial seen, else nothing known. */

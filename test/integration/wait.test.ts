@@ -9,7 +9,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Registry } from 'prom-client';
 import { concurrency, fixedWindow, InvalidInputError, RateLimiter, tokenBucket } from 'sluice';
+import { prometheusMetrics } from 'sluice/prometheus';
 import { commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
@@ -147,6 +149,41 @@ describe('wait', () => {
     }
     await assert.rejects(limiter.wait(scope, policy, { maxWaitMs: 1, cost: 2 }), /options\.cost/);
     await assert.rejects(limiter.wait(scope, rate, { maxWaitMs: 1, id: 'x' }), /options\.id/);
+  });
+});
+
+describe('wait outcomes in the metrics', () => {
+  it('counts granted, timed_out, aborted and overflow per policy in sluice_waits_total', async () => {
+    const registry = new Registry();
+    const metrics = prometheusMetrics({ registry });
+    const limiter = new RateLimiter({
+      client: await redis.client(),
+      timeoutMs: 2000,
+      maxWaiters: 2,
+      metrics,
+    });
+    const policy = concurrency({ limit: 1, leaseMs: 60_000, name: 'jobs' });
+    const scope = { tenant: randomTenant() };
+    const granted = await limiter.wait(scope, policy, { maxWaitMs: 100 });
+    const timedOut = limiter.wait(scope, policy, { maxWaitMs: 30 });
+    const controller = new AbortController();
+    const aborted = limiter.wait(scope, policy, { maxWaitMs: 1000, signal: controller.signal });
+    const overflow = await limiter.wait(scope, policy, { maxWaitMs: 1000 });
+    controller.abort();
+    await assert.rejects(aborted, { name: 'AbortError' });
+    assert.equal((await timedOut).allowed, false);
+    assert.equal(overflow.allowed, false);
+    await granted.release();
+    const values = (await registry.getSingleMetricAsString('sluice_waits_total'))
+      .split('\n')
+      .filter((line) => line.startsWith('sluice_waits_total{'))
+      .sort();
+    assert.deepEqual(values, [
+      'sluice_waits_total{outcome="aborted",policy="jobs"} 1',
+      'sluice_waits_total{outcome="granted",policy="jobs"} 1',
+      'sluice_waits_total{outcome="overflow",policy="jobs"} 1',
+      'sluice_waits_total{outcome="timed_out",policy="jobs"} 1',
+    ]);
   });
 });
 
