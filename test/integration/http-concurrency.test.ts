@@ -16,6 +16,7 @@ import Koa from 'koa';
 import { type ConcurrencyPolicy, concurrency, RateLimiter } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
+import { fetchRateLimit } from 'sluice/fetch';
 import { koaRateLimit } from 'sluice/koa';
 import { withRateLimit } from 'sluice/node';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -164,3 +165,40 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
     });
   });
 }
+
+describe('a concurrency limit through the Fetch-API adapter', () => {
+  it('check() holds a lease until its release(); the plain form frees it when the request aborts', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
+    const policy = concurrency({ limit: 1, leaseMs: 60_000, name: 'exports' });
+    const limit = fetchRateLimit({
+      limiter,
+      policy,
+      route,
+      identify: (request) => request.headers.get('x-tenant') ?? undefined,
+    });
+    const tenant = randomTenant();
+    const request = (signal?: AbortSignal) =>
+      new Request('http://localhost/exports', {
+        method: 'POST',
+        headers: { 'x-tenant': tenant },
+        signal,
+      });
+    const held = await limit.check(request());
+    assert.ok(held.pass && held.release !== undefined);
+    const refused = await limit(request());
+    assert.equal(refused?.status, 429);
+    assert.match(refused?.headers.get('ratelimit-policy') ?? '', /qu="concurrent-requests"/);
+    if (held.pass) held.release?.();
+    await sleep(30);
+    const controller = new AbortController();
+    assert.equal(await limit(request(controller.signal)), undefined, 'admitted');
+    assert.equal((await limit(request()))?.status, 429);
+    controller.abort();
+    await sleep(30);
+    assert.equal(
+      (await limiter.peek({ tenant, route }, policy)).remaining,
+      1,
+      'freed by the abort',
+    );
+  });
+});
