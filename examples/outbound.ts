@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { gcra, RateLimiter } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
@@ -17,9 +18,13 @@ if (process.env.API_URL !== undefined) {
   const redis = await connectRedis({ url: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' });
   const limiter = new RateLimiter({ client: redis, timeoutMs: 1000 });
   const scope = { tenant: 'partner' };
-  const start = Number(process.env.START_AT);
+  await limiter.ready();
+  console.log('ready');
+  // Every worker starts at the time the main process sends, once all are ready.
+  const [line] = await once(createInterface({ input: process.stdin }), 'line');
+  const start = Number(line);
   const end = start + RUN_MS;
-  await new Promise((resolve) => setTimeout(resolve, start - Date.now())); // all start together
+  await new Promise((resolve) => setTimeout(resolve, start - Date.now()));
   let calls = 0;
   const caller = async () => {
     while (Date.now() < end) {
@@ -62,19 +67,19 @@ if (process.env.API_URL !== undefined) {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-  const startAt = String(Date.now() + 3000); // once every worker is up
   const workers = Array.from({ length: 4 }, () => {
     const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url)], {
-      env: { ...process.env, API_URL: url, START_AT: startAt },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, API_URL: url },
+      stdio: ['pipe', 'pipe', 'inherit'],
     });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    return once(child, 'exit').then(() => Number(out.trim()));
+    const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+    return { child, lines };
   });
-  const calls = (await Promise.all(workers)).reduce((a, b) => a + b, 0);
+  for (const { lines } of workers) await lines.next(); // "ready"
+  const startAt = Date.now() + 100;
+  for (const { child } of workers) child.stdin.end(`${startAt}\n`);
+  const counts = workers.map(async ({ lines }) => Number((await lines.next()).value));
+  const calls = (await Promise.all(counts)).reduce((a, b) => a + b, 0);
   // The rate from the first call to the last: N calls, N − 1 intervals.
   const perSecond = (((accepted - 1) * 1000) / (last - first)).toFixed(1);
   console.log(
