@@ -3,7 +3,10 @@
  * also a `limited`), and `inFlight` counts what was sent and not answered yet. They count
  * calls, not policies: a `takeAll` counts once, as `allowed` or `limited` (or its failure),
  * however many items it has; its items' own outcomes (`limited` for those that refused,
- * `not_charged` for the others) are in the decision events and the metrics.
+ * `not_charged` for the others) are in the decision events and the metrics. An `acquire` is
+ * a take (`allowed` or `limited`); a `release` or `renew` ends in `leasesReleased`,
+ * `leasesRenewed` or `leasesLost` (or a failure); a `wait` counts each take it sends, and once
+ * more when it ends, in `waitGranted`, `waitTimedOut`, `waitAborted` or `waitOverflow`.
  */
 
 /** Counts of outcomes since the limiter was created, plus calls in flight now. */
