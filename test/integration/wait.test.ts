@@ -9,8 +9,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
 import { Registry } from 'prom-client';
 import { concurrency, fixedWindow, InvalidInputError, RateLimiter, tokenBucket } from 'sluice';
+import type { Metrics } from 'sluice/metrics';
+import { openTelemetryMetrics } from 'sluice/opentelemetry';
 import { prometheusMetrics } from 'sluice/prometheus';
 import { commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -152,39 +160,80 @@ describe('wait', () => {
   });
 });
 
-describe('wait outcomes in the metrics', () => {
-  it('counts granted, timed_out, aborted and overflow per policy in sluice_waits_total', async () => {
+/** A metrics sink and a reading of its wait counts: `outcome policy value` lines, sorted. */
+const SINKS: Record<string, () => { metrics: Metrics; read: () => Promise<string[]> }> = {
+  prometheus: () => {
     const registry = new Registry();
-    const metrics = prometheusMetrics({ registry });
-    const limiter = new RateLimiter({
-      client: await redis.client(),
-      timeoutMs: 2000,
-      maxWaiters: 2,
-      metrics,
+    return {
+      metrics: prometheusMetrics({ registry }),
+      read: async () =>
+        (await registry.getSingleMetricAsString('sluice_waits_total'))
+          .split('\n')
+          .filter((line) => line.startsWith('sluice_waits_total{'))
+          .map((line) => {
+            const m = /outcome="(\w+)",policy="(\w+)"\} (\d+)/.exec(line);
+            return `${m?.[1]} ${m?.[2]} ${m?.[3]}`;
+          })
+          .sort(),
+    };
+  },
+  opentelemetry: () => {
+    const reader = new PeriodicExportingMetricReader({
+      exporter: new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE),
+      exportIntervalMillis: 3_600_000,
     });
-    const policy = concurrency({ limit: 1, leaseMs: 60_000, name: 'jobs' });
-    const scope = { tenant: randomTenant() };
-    const granted = await limiter.wait(scope, policy, { maxWaitMs: 100 });
-    const timedOut = limiter.wait(scope, policy, { maxWaitMs: 30 });
-    const controller = new AbortController();
-    const aborted = limiter.wait(scope, policy, { maxWaitMs: 1000, signal: controller.signal });
-    const overflow = await limiter.wait(scope, policy, { maxWaitMs: 1000 });
-    controller.abort();
-    await assert.rejects(aborted, { name: 'AbortError' });
-    assert.equal((await timedOut).allowed, false);
-    assert.equal(overflow.allowed, false);
-    await granted.release();
-    const values = (await registry.getSingleMetricAsString('sluice_waits_total'))
-      .split('\n')
-      .filter((line) => line.startsWith('sluice_waits_total{'))
-      .sort();
-    assert.deepEqual(values, [
-      'sluice_waits_total{outcome="aborted",policy="jobs"} 1',
-      'sluice_waits_total{outcome="granted",policy="jobs"} 1',
-      'sluice_waits_total{outcome="overflow",policy="jobs"} 1',
-      'sluice_waits_total{outcome="timed_out",policy="jobs"} 1',
-    ]);
-  });
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    return {
+      metrics: openTelemetryMetrics({ meterProvider }),
+      read: async () => {
+        const { resourceMetrics } = await reader.collect();
+        const lines: string[] = [];
+        for (const scope of resourceMetrics.scopeMetrics) {
+          for (const metric of scope.metrics) {
+            if (metric.descriptor.name !== 'sluice.waits') continue;
+            for (const point of metric.dataPoints) {
+              const { outcome, policy } = point.attributes;
+              lines.push(`${outcome} ${policy} ${point.value}`);
+            }
+          }
+        }
+        await meterProvider.shutdown();
+        return lines.sort();
+      },
+    };
+  },
+};
+
+describe('wait outcomes in the metrics', () => {
+  for (const [name, sink] of Object.entries(SINKS)) {
+    it(`${name}: counts granted, timed_out, aborted and overflow per policy`, async () => {
+      const { metrics, read } = sink();
+      const limiter = new RateLimiter({
+        client: await redis.client(),
+        timeoutMs: 2000,
+        maxWaiters: 2,
+        metrics,
+      });
+      const policy = concurrency({ limit: 1, leaseMs: 60_000, name: 'jobs' });
+      const scope = { tenant: randomTenant() };
+      const granted = await limiter.wait(scope, policy, { maxWaitMs: 100 });
+      const timedOut = limiter.wait(scope, policy, { maxWaitMs: 30 });
+      const controller = new AbortController();
+      const aborted = limiter.wait(scope, policy, { maxWaitMs: 1000, signal: controller.signal });
+      const overflow = await limiter.wait(scope, policy, { maxWaitMs: 1000 });
+      controller.abort();
+      await assert.rejects(aborted, { name: 'AbortError' });
+      assert.equal((await timedOut).allowed, false);
+      assert.equal(overflow.allowed, false);
+      await granted.release();
+      assert.deepEqual(await read(), [
+        'aborted jobs 1',
+        'granted jobs 1',
+        'overflow jobs 1',
+        'timed_out jobs 1',
+      ]);
+    });
+  }
 });
 
 describe('schedule', () => {
