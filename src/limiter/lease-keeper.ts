@@ -3,6 +3,7 @@
  * longer than `leaseMs` keeps its slot; a crashed one stops renewing and loses it within
  * `leaseMs`). Used by `schedule` and the HTTP guard.
  */
+import { MAX_TIMER_MS } from '../bounds.js';
 import type { Lease } from '../types.js';
 
 /**
@@ -22,7 +23,8 @@ export function keepLease(lease: Lease, leaseMs: number): () => void {
         () => {},
       );
     },
-    Math.max(1, Math.floor(leaseMs / 2)),
+    // A lease of years renews at the timer's longest interval (about 24.8 days).
+    Math.min(MAX_TIMER_MS, Math.max(1, Math.floor(leaseMs / 2))),
   );
   timer.unref();
   function stop(): void {
