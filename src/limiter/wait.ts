@@ -96,6 +96,8 @@ interface Queue {
   timer: ReturnType<typeof setTimeout> | undefined;
   backoffMs: number;
   lastDenial: Decision | undefined;
+  /** A lease of the scope was released while a call was in flight: a refusal asks again at once. */
+  woken: boolean;
 }
 
 export class Waits {
@@ -174,6 +176,7 @@ export class Waits {
           timer: undefined,
           backoffMs: FIRST_BACKOFF_MS,
           lastDenial: undefined,
+          woken: false,
         };
         this.#queues.set(key, queue);
       }
@@ -269,9 +272,10 @@ export class Waits {
     }
     let delay = decision.retryAfterMs;
     if (!exact) {
-      delay = Math.min(delay, queue.backoffMs);
+      delay = queue.woken ? 0 : Math.min(delay, queue.backoffMs);
       queue.backoffMs = Math.min(queue.backoffMs * 2, MAX_BACKOFF_MS);
     }
+    queue.woken = false;
     delay += Math.random() * Math.min(delay * 0.05, 10);
     queue.timer = setTimeout(() => {
       queue.timer = undefined;
@@ -325,7 +329,12 @@ export class Waits {
   /** A lease of this limiter's was released: the queue of its scope asks again at once. */
   #wake(key: string): void {
     const queue = this.#queues.get(key);
-    if (queue === undefined || queue.timer === undefined) return;
+    if (queue === undefined) return;
+    if (queue.timer === undefined) {
+      // A call in flight may have been refused before the release: it asks again at once.
+      if (queue.asking !== undefined) queue.woken = true;
+      return;
+    }
     clearTimeout(queue.timer);
     queue.timer = undefined;
     queue.backoffMs = FIRST_BACKOFF_MS;
