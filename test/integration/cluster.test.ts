@@ -329,7 +329,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
           }),
         ),
       );
-      assert.equal(most, 2, 'leases held at once, at most');
+      assert.ok(most <= 2, `${most} leases held at once`);
       assert.equal(
         granted.reduce((a: number, b) => a + b, 0),
         720,

@@ -60,6 +60,6 @@ describe('concurrency across 3 processes', () => {
     const lease = await limiter.wait({ tenant }, HOLD_POLICY, { maxWaitMs: 2000 });
     const waitedMs = performance.now() - killedAt;
     assert.ok(lease.allowed, 'the slot came free');
-    assert.ok(waitedMs <= HOLD_POLICY.leaseMs + 50, `freed after ${Math.round(waitedMs)} ms`);
+    assert.ok(waitedMs <= HOLD_POLICY.leaseMs + 150, `freed after ${Math.round(waitedMs)} ms`);
   });
 });

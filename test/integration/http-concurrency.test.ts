@@ -116,6 +116,20 @@ async function until(what: string, condition: () => boolean, ms = 2000): Promise
   }
 }
 
+/** Waits (2 s at most) until `remaining` slots of the scope are free. */
+async function freed(
+  limiter: RateLimiter,
+  scope: { tenant: string; route: string },
+  policy: ConcurrencyPolicy,
+  remaining: number,
+): Promise<void> {
+  const deadline = performance.now() + 2000;
+  while ((await limiter.peek(scope, policy)).remaining !== remaining) {
+    if (performance.now() > deadline) assert.fail(`not ${remaining} free within 2 s`);
+    await sleep(5);
+  }
+}
+
 for (const [name, start] of Object.entries(ADAPTERS)) {
   describe(`a concurrency limit on a ${name} route`, () => {
     it('holds a lease per request, frees it on finish or abort, renews a long one; 429 over the limit', async () => {
@@ -150,7 +164,8 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       aborter.abort();
       await first;
       const third = post();
-      await until('the aborted slot taken again', () => g.entered === 3, 150);
+      // Its lease (renewed every 150 ms) would never expire: only the abort frees it.
+      await until('the aborted slot taken again', () => g.entered === 3, 1000);
 
       // Past the lease: both leases renewed, still held.
       await sleep(450);
@@ -159,9 +174,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       assert.equal((await second).status, 200);
       assert.equal((await third).status, 200);
       // Released when the responses finished (sent right behind them).
-      await sleep(50);
-      const peek = await limiter.peek({ tenant, route }, policy);
-      assert.equal(peek.remaining, 2, 'every lease released');
+      await freed(limiter, { tenant, route }, policy, 2);
     });
   });
 }
@@ -189,7 +202,7 @@ describe('a concurrency limit through the Fetch-API adapter', () => {
     assert.equal(refused?.status, 429);
     assert.match(refused?.headers.get('ratelimit-policy') ?? '', /qu="concurrent-requests"/);
     if (held.pass) held.release?.();
-    await sleep(30);
+    await freed(limiter, { tenant, route }, policy, 1);
     const controller = new AbortController();
     assert.equal(await limit(request(controller.signal)), undefined, 'admitted');
     assert.equal((await limit(request()))?.status, 429);

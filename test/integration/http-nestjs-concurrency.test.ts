@@ -62,8 +62,15 @@ describe('a concurrency limit on a NestJS route', () => {
       refused.headers.get('ratelimit-policy') ?? '',
       /"exports";q=1;qu="concurrent-requests"/,
     );
+    const scope = { tenant, route: 'POST/exports' };
+    assert.equal((await limiter.peek(scope, running)).remaining, 0, 'the lease is on this scope');
     assert.equal((await first).status, 201);
-    await sleep(30); // the release, sent when the response finished
+    // The release, sent when the response finished.
+    const deadline = performance.now() + 2000;
+    while ((await limiter.peek(scope, running)).remaining !== 1) {
+      assert.ok(performance.now() < deadline, 'the slot was not freed within 2 s');
+      await sleep(5);
+    }
     assert.equal((await post()).status, 201, 'the slot was freed');
   });
 });

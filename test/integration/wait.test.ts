@@ -50,7 +50,7 @@ describe('wait', () => {
     const tookMs = performance.now() - started;
     assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // 9 refills of 40 ms: about 360 ms, not much more.
-    assert.ok(tookMs >= 340 && tookMs < 800, `took ${Math.round(tookMs)} ms`);
+    assert.ok(tookMs >= 340 && tookMs < 2000, `took ${Math.round(tookMs)} ms`);
     const sent = (await calls()) - before;
     assert.ok(sent <= 25, `${sent} script calls for 10 admissions`);
     const stats = limiter.stats();
@@ -74,7 +74,8 @@ describe('wait', () => {
       }),
     );
     const worst = Math.max(...late);
-    assert.ok(worst < 50, `answered up to ${Math.round(worst)} ms past maxWaitMs`);
+    // A small bound, however many wait: the event loop's lateness on a loaded machine.
+    assert.ok(worst < 100, `answered up to ${Math.round(worst)} ms past maxWaitMs`);
     assert.ok(Math.min(...late) > -2, 'refused before maxWaitMs');
     assert.equal(limiter.stats().waitTimedOut, 200);
     // A rate policy whose exact wait lands past maxWaitMs: refused at once.
@@ -98,7 +99,7 @@ describe('wait', () => {
     const abortedAt = performance.now();
     controller.abort();
     await assert.rejects(waiting, { name: 'AbortError' });
-    assert.ok(performance.now() - abortedAt < 20);
+    assert.ok(performance.now() - abortedAt < 50);
     await assert.rejects(
       limiter.wait(scope, policy, { maxWaitMs: 10, signal: AbortSignal.abort() }),
       { name: 'AbortError' },
@@ -119,7 +120,7 @@ describe('wait', () => {
     const started = performance.now();
     const overflow = await Promise.race([waits[3], waits[4]]);
     assert.equal(overflow, false);
-    assert.ok(performance.now() - started < 20);
+    assert.ok(performance.now() - started < 50);
     assert.equal(limiter.stats().waitOverflow, 2);
     await held.release(); // wakes the first waiter at once
     assert.deepEqual(await Promise.all(waits), [true, false, false, false, false]);
@@ -136,7 +137,8 @@ describe('wait', () => {
     await held.release();
     const lease = await waiting;
     assert.ok(lease.allowed);
-    assert.ok(performance.now() - releasedAt < 30);
+    // Without the wake it would ask again after its backoff (hundreds of ms by now).
+    assert.ok(performance.now() - releasedAt < 100);
     assert.equal(await lease.release(), true);
   });
 
