@@ -29,6 +29,7 @@
  * {@link measureScriptTimes} sets both on the server it is given, which must be private (it
  * also empties its database before each round).
  */
+import { concurrency, MAX_CONCURRENCY_LIMIT } from '../src/algorithms/concurrency.js';
 import { fixedWindow } from '../src/algorithms/fixed-window.js';
 import { gcra } from '../src/algorithms/gcra.js';
 import { MAX_LIMIT, MAX_WINDOW_MS } from '../src/algorithms/policy.js';
@@ -92,6 +93,20 @@ async function fillLogs(limiter: RateLimiter, scopes: readonly Scope[]): Promise
   }
 }
 
+const leases = concurrency({ limit: MAX_CONCURRENCY_LIMIT, leaseMs: MAX_WINDOW_MS });
+
+/** Full lease sets: MAX_CONCURRENCY_LIMIT live leases, ids `l<n>`, the most a set holds. */
+async function fillLeases(limiter: RateLimiter, scopes: readonly Scope[]): Promise<void> {
+  for (const scope of scopes) {
+    for (let done = 0; done < MAX_CONCURRENCY_LIMIT; done += MAX_BATCH_SIZE) {
+      const n = Math.min(MAX_BATCH_SIZE, MAX_CONCURRENCY_LIMIT - done);
+      await Promise.all(
+        Array.from({ length: n }, (_, j) => limiter.acquire(scope, leases, { id: `l${done + j}` })),
+      );
+    }
+  }
+}
+
 export const scriptTimeCases: readonly ScriptTimeCase[] = [
   ...[
     // Their work does not grow with a parameter (a few commands on one key): large values
@@ -133,6 +148,21 @@ export const scriptTimeCases: readonly ScriptTimeCase[] = [
           cost: MAX_LOG_LIMIT,
         })),
       ),
+  },
+  {
+    name: 'concurrency: acquisitions refused by full sets of 10,000 leases',
+    policy: leases,
+    scopes: 4,
+    prepare: fillLeases,
+    call: (limiter, scope) => limiter.acquire(scope, leases),
+  },
+  {
+    name: 'concurrency: renewals and releases in full sets of 10,000 leases',
+    policy: leases,
+    scopes: 4,
+    prepare: fillLeases,
+    call: (limiter, scope, i) =>
+      i % 2 === 0 ? limiter.renew(scope, leases, `l${i}`) : limiter.release(scope, leases, `l${i}`),
   },
 ];
 

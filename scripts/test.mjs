@@ -47,6 +47,7 @@ const SLOW = [
   'http-node',
   'processes',
   'take-all-processes',
+  'concurrency-processes',
 ];
 
 /**

@@ -23,6 +23,11 @@
  * @packageDocumentation
  */
 export {
+  type ConcurrencyOptions,
+  type ConcurrencyPolicy,
+  concurrency,
+} from './algorithms/concurrency.js';
+export {
   type FixedWindowOptions,
   type FixedWindowPolicy,
   fixedWindow,
@@ -55,14 +60,17 @@ export {
   TimeoutError,
   UnavailableError,
 } from './errors.js';
+export type { AcquireOptions } from './limiter/leases.js';
 export type { RateLimiterOptions } from './limiter/options.js';
 export { RateLimiter } from './limiter/rate-limiter.js';
 export type { LimiterStats } from './limiter/stats.js';
+export type { Scheduled, WaitOptions } from './limiter/wait.js';
 export type { AcceptedClient } from './redis/select.js';
 export type { StartupWarning, StartupWarningCode } from './redis/server-checks.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export type {
   Decision,
+  Lease,
   Policy,
   Scope,
   TakeAllItem,

@@ -99,6 +99,40 @@ export interface TakeAllResult {
   readonly retryAfterMs: number;
   /** True when the local denial cache refused it without a Redis call. */
   readonly cached: boolean;
+  /**
+   * When admitted, the lease of each item of a `concurrency` policy, in item order (absent
+   * when there is none): release each when its work ends.
+   */
+  readonly leases?: readonly Lease[];
+}
+
+/**
+ * A lease of a concurrency policy: the decision of its acquisition, its id, and the calls
+ * that end or extend it. A lease that was not granted (`allowed: false`) holds nothing: its
+ * `release()` resolves false, its `renew()` a refusal.
+ */
+export interface Lease extends Decision {
+  /**
+   * The lease's id (given to `acquire`, or a random UUID): what `limiter.release` and
+   * `limiter.renew` take, from any process.
+   */
+  readonly id: string;
+  /**
+   * Frees the lease's slot now. Resolves true when it held a live lease, false when there
+   * was none (released already, expired, never granted). Applied at most once however often
+   * it is called or retried.
+   *
+   * @throws the failures of `take` (`TimeoutError`, `UnavailableError`, …).
+   */
+  release(): Promise<boolean>;
+  /**
+   * Extends the lease to `leaseMs` from now, if it is still live: `allowed` true (then
+   * `resetMs` = `leaseMs`); else `allowed` false with `retryAfterMs: Infinity` — it expired or
+   * was released, and is never revived.
+   *
+   * @throws the failures of `take`.
+   */
+  renew(): Promise<Decision>;
 }
 
 /**

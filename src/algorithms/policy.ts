@@ -29,6 +29,10 @@ export interface PolicySpec {
    * window: nothing un-spends quota inside a window).
    */
   readonly fullUntilReset?: boolean;
+  /** ARGV a take sends after the cost, made per take (a concurrency lease's action and id). */
+  readonly tail?: () => readonly string[];
+  /** False when no denial is certain for any time (a concurrency policy): nothing is cached. */
+  readonly cacheDenials?: false;
 }
 
 /**
@@ -41,6 +45,7 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
   const params = spec.params.map((value) => String(value));
   const unitArgs = Object.freeze([...params, '1']);
   const fullUntilReset = spec.fullUntilReset === true;
+  const { tail } = spec;
   const name =
     spec.name ??
     `${spec.algorithm}-${spec.summary}${spec.version === '1' ? '' : `-v${spec.version}`}`;
@@ -58,7 +63,10 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
     quotaWindowMs: spec.quotaWindowMs,
     script: spec.script,
     ...extra,
-    args: (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)]),
+    args:
+      tail === undefined
+        ? (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)])
+        : (cost: number) => [...params, String(cost), ...tail()],
     // Logs and JSON show the policy, not its Lua source.
     toJSON: () => ({
       name,
@@ -68,6 +76,7 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
       ...extra,
     }),
     denialHold: (decision: Decision, cost: number): DenialHold | undefined => {
+      if (spec.cacheDenials === false) return undefined;
       if (fullUntilReset && decision.remaining === 0 && decision.resetMs > 0) {
         return { ms: decision.resetMs, anyCost: true };
       }

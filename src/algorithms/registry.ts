@@ -2,6 +2,7 @@
  * Every algorithm sluice implements: its Lua script and its in-memory twin. The order is
  * the id a batch item sends (see `batch.lua`), so add new algorithms at the end.
  */
+import { concurrencyScript, concurrencyTwin } from './concurrency.js';
 import { fixedWindowScript, fixedWindowTwin } from './fixed-window.js';
 import { gcraScript, gcraTwin } from './gcra.js';
 import type { LuaScript } from './script.js';
@@ -34,4 +35,11 @@ export const ALGORITHMS: readonly Algorithm[] = [
   },
   { script: slidingWindowCounterScript, twin: slidingWindowCounterTwin, work: () => 8 },
   { script: gcraScript, twin: gcraTwin, work: () => 5 },
+  {
+    script: concurrencyScript,
+    twin: concurrencyTwin,
+    // Bounded trims and reads, and a set that expired when the script touches it is freed
+    // on the spot: a cost per member, up to `limit` members (as the log's).
+    work: (limit) => 20 + Math.ceil(limit * 0.3),
+  },
 ];

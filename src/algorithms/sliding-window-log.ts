@@ -127,7 +127,7 @@ function countUpTo(log: readonly LogEntry[], edge: number): number {
 }
 
 /** ZADD of one member: in Redis order, replacing a member of the same name. */
-function zadd(log: LogEntry[], score: number, member: string): void {
+export function zadd(log: LogEntry[], score: number, member: string): void {
   const same = log.findIndex((e) => e[1] === member);
   if (same >= 0) log.splice(same, 1);
   let at = log.length;

@@ -1,11 +1,13 @@
 /**
  * `sluice inspect`: for each limit of a route for a tenant, the units left now and when the
  * scope is clean again, what a take of the given cost would decide now (`peek`, consuming
- * nothing and writing nothing), the Redis key of its scope and the key's PTTL.
+ * nothing and writing nothing), the Redis key of its scope and the key's PTTL; for a
+ * concurrency limit, its live leases.
  */
 import { describePolicy } from '../config/index.js';
 import type { Decision } from '../types.js';
 import { count, duration, EXIT, readConfig, redacted } from './common.js';
+import { type LiveLease, leaseWords, liveLeases } from './leases.js';
 import { print, printJson } from './output.js';
 import {
   header,
@@ -39,7 +41,10 @@ export async function inspect(options: InspectOptions): Promise<number> {
         targets.map((t) => t.key),
       ),
     );
-    const state: PeekedState = { cost, decisions, ttls };
+    const leases = await onRedis(session.url, () =>
+      Promise.all(targets.map((t) => liveLeases(client, t.policy, t.key))),
+    );
+    const state: PeekedState = { cost, decisions, ttls, leases };
     if (options.json) printInspectJson(session, state, options);
     else printInspectText(session, state, options);
     return EXIT.ok;
@@ -51,6 +56,8 @@ interface PeekedState {
   readonly cost: number;
   readonly decisions: readonly Decision[];
   readonly ttls: readonly number[];
+  /** A concurrency limit's live leases (undefined for a rate limit). */
+  readonly leases: readonly (LiveLease[] | undefined)[];
 }
 
 function printInspectJson(session: Session, state: PeekedState, options: InspectOptions): void {
@@ -81,6 +88,7 @@ function printInspectJson(session: Session, state: PeekedState, options: Inspect
         fresh: isFresh(decisions[i] as Decision, ttls[i] as number),
         pttlMs: ttls[i],
         decision: decisions[i],
+        ...(state.leases[i] === undefined ? {} : { leases: state.leases[i] }),
       })),
     },
     (_k, v) => (v === Number.POSITIVE_INFINITY ? null : v),
@@ -103,6 +111,8 @@ function printInspectText(session: Session, state: PeekedState, options: Inspect
     print(`  a take now  ${decisionWords(decision, cost)}`);
     print(`  key         ${t.key}`);
     print(`  PTTL        ${ttlWords(ttls[i] as number)}`);
+    const leases = state.leases[i];
+    if (leases !== undefined) print(`  leases      ${leaseWords(leases, duration)}`);
   });
   print('');
   const refusing = targets.filter((_, i) => !decisions[i]?.allowed).map((t) => t.name);

@@ -13,13 +13,15 @@ export function span(ms: number): string {
  * A policy's parameters under the names a policy file gives them: `{ limit, windowMs }`
  * (fixed window, sliding windows), `{ capacity, refillTokens, refillIntervalMs }` (token
  * bucket), `{ limit, periodMs, burst }` (GCRA, whose `limit` is the rate its emission
- * interval gives: `periodMs` × 1000 / the interval in µs, rounded up to a whole µs). Not the
+ * interval gives: `periodMs` × 1000 / the interval in µs, rounded up to a whole µs),
+ * `{ limit, leaseMs }` (concurrency). Not the
  * policy's `limit` and `quotaWindowMs`, which for a token bucket and GCRA are the burst and
  * the time to refill it.
  */
 export function policyParameters(policy: Policy): Record<string, number> {
   const p = policy as Policy & Record<string, number | undefined>;
   if (typeof p.windowMs === 'number') return { limit: policy.limit, windowMs: p.windowMs };
+  if (typeof p.leaseMs === 'number') return { limit: policy.limit, leaseMs: p.leaseMs };
   if (typeof p.refillIntervalMs === 'number') {
     return {
       capacity: p.capacity as number,
@@ -46,6 +48,9 @@ export function describePolicy(policy: Policy): string {
   }
   if (p.periodMs !== undefined) {
     return `${policy.algorithm}, ${p.limit} per ${span(p.periodMs)}, bursts of ${p.burst}${version}`;
+  }
+  if (p.leaseMs !== undefined) {
+    return `${policy.algorithm}, ${p.limit} at once, leases of ${span(p.leaseMs)}${version}`;
   }
   return `${policy.algorithm}, ${p.limit} per ${span(p.windowMs as number)}${version}`;
 }

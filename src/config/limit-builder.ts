@@ -5,6 +5,7 @@
  * added at its path; the named policies seen so far are kept, so that one name is one
  * policy across the file.
  */
+import { concurrency } from '../algorithms/concurrency.js';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra } from '../algorithms/gcra.js';
 import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
@@ -218,5 +219,7 @@ function buildPolicy(r: Definition): Policy {
       });
     case 'gcra':
       return gcra({ limit: r.limit, periodMs: r.periodMs, burst: r.burst, ...identity });
+    case 'concurrency':
+      return concurrency({ limit: r.limit, leaseMs: r.leaseMs, ...identity });
   }
 }

@@ -57,6 +57,7 @@ const PARAMETERS = {
     refillIntervalMs: positive,
   },
   gcra: { limit: positive, periodMs: positive, burst: positive.optional() },
+  concurrency: { limit: positive, leaseMs: positive },
 } as const;
 type Algorithm = keyof typeof PARAMETERS;
 
@@ -90,6 +91,11 @@ export function inlinePolicy<S extends z.ZodRawShape>(extra: S) {
         ...extra,
       }),
       z.strictObject({ algorithm: z.literal('gcra'), ...PARAMETERS.gcra, ...extra }),
+      z.strictObject({
+        algorithm: z.literal('concurrency'),
+        ...PARAMETERS.concurrency,
+        ...extra,
+      }),
     ],
     error,
   );

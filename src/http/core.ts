@@ -249,7 +249,13 @@ export function rateLimitHeaderList(
         report.quotaWindowMs === w * 1000
           ? report.limit
           : Math.floor((report.limit * w * 1000) / report.quotaWindowMs);
-      policies.push(`${name};q=${sfInteger(q)};w=${sfInteger(w)}`);
+      // A concurrency limit has no window: its quota unit is the request in flight (the
+      // draft's `qu="concurrent-requests"`).
+      policies.push(
+        report.policy?.algorithm === 'concurrency'
+          ? `${name};q=${sfInteger(report.limit)};qu="concurrent-requests"`
+          : `${name};q=${sfInteger(q)};w=${sfInteger(w)}`,
+      );
       if (report.decision !== undefined) {
         const { remaining } = report.decision;
         const t = resetParameterSeconds(report.decision, report.policy);

@@ -18,8 +18,10 @@
  * goes to Express's error handling through `next(error)`. Types are structural, so this
  * module needs no Express types at build time.
  */
+
 import type { ServerResponse } from 'node:http';
 import { type ExpressRequestLike, routeName } from './express-route.js';
+import { releaseWhenDone } from './guard/leases.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 import { send } from './node.js';
@@ -120,6 +122,7 @@ export function expressRateLimit<Req extends ExpressRequestLike = ExpressRequest
     guard(req)
       .then((verdict) => {
         if (!verdict.pass) return send(res, verdict.response);
+        releaseWhenDone(res, verdict);
         if (!res.headersSent)
           for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
         next();

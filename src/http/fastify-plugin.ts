@@ -19,9 +19,11 @@
  * makes `app.post()` (or `app.route()`…) throw the `InvalidInputError` at once — inside a
  * plugin, that plugin's registration fails and `app.ready()` rejects — never a request.
  */
+
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
+import { releaseWhenDone } from './guard/leases.js';
 import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -43,6 +45,8 @@ export interface FastifyReplyLike {
   headers(values: Record<string, string>): FastifyReplyLike;
   header(name: string, value: string): unknown;
   send(body: string): unknown;
+  /** The Node response underneath: its end releases a request's leases. */
+  readonly raw?: unknown;
 }
 
 /** The part of a Fastify instance this plugin uses. */
@@ -236,6 +240,7 @@ const plugin = async (
         .headers({ ...headers })
         .send(body);
     }
+    releaseWhenDone(reply.raw, verdict);
     for (const [name, value] of Object.entries(verdict.headers)) reply.header(name, value);
   });
 };

@@ -8,6 +8,10 @@
  * app.post('/orders', async (c, next) => (await limit(c.req.raw)) ?? next(), createOrder); // Hono
  * ```
  *
+ * With a `concurrency` limit, use `check` and call the verdict's `release()` once the
+ * response is sent: the plain form cannot tell when the handler is done, so its lease is
+ * freed when the request's signal aborts, else when it expires (`leaseMs`).
+ *
  * This shape cannot add headers to the handler's response: admitted responses then carry no
  * RateLimit fields and, in shadow mode, no would-be decision. `check(request)` gives the same
  * decision with those headers, for a middleware that adds them after the handler ran:
@@ -30,8 +34,15 @@ export type FetchRateLimitOptions = GuardOptions<Request>;
 
 /** The decision on one request, for handlers that add headers to their own response. */
 export type FetchVerdict =
-  /** Run the handler, then add `headers` (RateLimit fields, the shadow header) to its response. */
-  | { readonly pass: true; readonly headers: Readonly<Record<string, string>> }
+  /**
+   * Run the handler, then add `headers` (RateLimit fields, the shadow header) to its response.
+   * With a `concurrency` limit, `release` is present: call it once the response is sent.
+   */
+  | {
+      readonly pass: true;
+      readonly headers: Readonly<Record<string, string>>;
+      readonly release?: () => void;
+    }
   /** Send `response` (`429`, `503` or `401`) now; the handler must not run. */
   | { readonly pass: false; readonly response: Response };
 
@@ -56,13 +67,26 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
   const check = async (request: Request): Promise<FetchVerdict> => {
     const verdict = await guard(request);
     // A fresh object per request: the caller may add to it before setting the headers.
-    if (verdict.pass) return { pass: true, headers: { ...verdict.headers } };
+    if (verdict.pass) {
+      const { release } = verdict;
+      if (release !== undefined) request.signal?.addEventListener('abort', release, { once: true });
+      return release === undefined
+        ? { pass: true, headers: { ...verdict.headers } }
+        : { pass: true, headers: { ...verdict.headers }, release };
+    }
     return { pass: false, response: toResponse(verdict.response) };
   };
   // The plain form needs no headers object for an admitted request.
   const fetchGuard = async (request: Request): Promise<Response | undefined> => {
     const verdict = await guard(request);
-    return verdict.pass ? undefined : toResponse(verdict.response);
+    if (verdict.pass) {
+      // No end of the response to wait for: a lease goes with the client, or expires.
+      if (verdict.release !== undefined) {
+        request.signal?.addEventListener('abort', verdict.release, { once: true });
+      }
+      return undefined;
+    }
+    return toResponse(verdict.response);
   };
   return Object.assign(fetchGuard, { counts: guard.counts, check });
 }

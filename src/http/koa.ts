@@ -21,9 +21,11 @@
  * error handling answers (`500` with Koa's default handler). Types are structural: this
  * module imports nothing from Koa or `@koa/router`.
  */
+
 import { METHODS } from 'node:http';
 import { InvalidInputError } from '../errors.js';
 import type { HttpResponseSpec } from './core.js';
+import { releaseWhenDone } from './guard/leases.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -197,6 +199,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
   const middleware = async (ctx: Ctx, next: () => Promise<unknown>): Promise<void> => {
     const verdict = await guard(ctx);
     if (!verdict.pass) return respond(ctx, verdict.response);
+    releaseWhenDone((ctx as { res?: unknown }).res, verdict);
     if (ctx.headerSent !== true) {
       for (const [name, value] of Object.entries(verdict.headers)) ctx.set(name, value);
     }

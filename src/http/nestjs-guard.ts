@@ -7,6 +7,7 @@
  * parameters are injected by explicit tokens, so nothing here needs `emitDecoratorMetadata`
  * or decorator syntax in sluice's own build.
  */
+
 import {
   type CanActivate,
   type DynamicModule,
@@ -29,6 +30,7 @@ import { isPolicy } from '../algorithms/policy.js';
 import { InvalidInputError } from '../errors.js';
 import { rejectUnknownKeys } from '../validate.js';
 import type { HttpResponseSpec } from './core.js';
+import { releaseWhenDone } from './guard/leases.js';
 import { GUARD_OPTION_KEYS, guardConfig } from './guard/options.js';
 import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
@@ -278,6 +280,8 @@ export class SluiceGuard implements CanActivate {
       this.setHeaders(res, verdict.response.headers);
       throw new RateLimitException(verdict.response);
     }
+    // Express's response, or Fastify's reply around it.
+    releaseWhenDone((res as { raw?: unknown } | null)?.raw ?? res, verdict);
     this.setHeaders(res, verdict.headers);
     return true;
   }

@@ -12,9 +12,11 @@
  * });
  * ```
  */
+
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { observe } from '../observer.js';
 import type { HttpResponseSpec } from './core.js';
+import { releaseWhenDone } from './guard/leases.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -46,6 +48,7 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
       send(res, verdict.response);
       return false;
     }
+    releaseWhenDone(res, verdict);
     if (!res.headersSent)
       for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
     return true;

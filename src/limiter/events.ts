@@ -5,7 +5,13 @@
  */
 import { performance } from 'node:perf_hooks';
 import { isPolicy } from '../algorithms/policy.js';
-import type { DecisionEvent, DecisionOutcome, Metrics } from '../metrics/types.js';
+import type {
+  DecisionEvent,
+  DecisionOutcome,
+  Metrics,
+  WaitEvent,
+  WaitOutcome,
+} from '../metrics/types.js';
 import { observe } from '../observer.js';
 import { refused } from '../refused.js';
 import type { Decision, Policy } from '../types.js';
@@ -89,6 +95,20 @@ export class DecisionReporter {
       decision: undefined,
       error,
     });
+  }
+
+  /** A wait's outcome, for the metrics sink (`Metrics.wait`, when it has one). */
+  waited(outcome: WaitOutcome, item: ReportedItem, startedAt: number): void {
+    const metrics = this.metrics;
+    if (metrics?.wait === undefined) return;
+    const event: WaitEvent = {
+      outcome,
+      policy: item.policy.name,
+      route: item.parts.route,
+      waitedMs: Math.max(0, performance.now() - startedAt),
+      tenant: this.withTenant ? item.parts.tenant : undefined,
+    };
+    observe('metrics.wait', () => metrics.wait?.(event));
   }
 
   deliver(event: DecisionEvent): void {

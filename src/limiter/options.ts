@@ -110,6 +110,12 @@ export interface RateLimiterOptions {
    * (`process.emitWarning`, with the warning's `code`).
    */
   readonly onWarning?: (warning: StartupWarning) => void;
+  /**
+   * Most `wait` and `schedule` calls waiting at once in this limiter; one more is refused at
+   * once, without a Redis call (counted as `waitOverflow`). A positive safe integer up to
+   * 1,000,000. Default 10,000.
+   */
+  readonly maxWaiters?: number;
 }
 
 /** A limiter's options, checked, with their defaults. */
@@ -130,6 +136,7 @@ export interface LimiterSettings {
   readonly onDecision: ((event: DecisionEvent) => void) | undefined;
   readonly eventTenant: boolean;
   readonly onWarning: ((warning: StartupWarning) => void) | undefined;
+  readonly maxWaiters: number;
 }
 
 const NAMESPACE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -147,6 +154,7 @@ const OPTION_NAMES = [
   'onDecision',
   'eventTenant',
   'onWarning',
+  'maxWaiters',
 ] as const;
 
 /**
@@ -193,6 +201,12 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     throw new InvalidInputError('options.eventTenant', 'true or false', eventTenant);
   }
   const onWarning = readFunction('onWarning', read('onWarning'));
+  const maxWaiters = optionalPositiveInteger(
+    'options.maxWaiters',
+    read('maxWaiters'),
+    10_000,
+    1_000_000,
+  );
   return {
     store,
     namespace,
@@ -207,6 +221,7 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
     onDecision: onDecision as LimiterSettings['onDecision'],
     eventTenant: eventTenant === true,
     onWarning: onWarning as LimiterSettings['onWarning'],
+    maxWaiters,
   };
 }
 

@@ -17,13 +17,15 @@
  * scope once, and creates no timer.
  */
 import { performance } from 'node:perf_hooks';
-import { OverloadError, UnavailableError } from '../errors.js';
+import { type ConcurrencyPolicy, isConcurrency } from '../algorithms/concurrency.js';
+import { InvalidInputError, OverloadError, UnavailableError } from '../errors.js';
 import { resetEpochKey } from '../key.js';
 import { observerFailed } from '../observer.js';
 import { checkServer } from '../redis/server-checks.js';
 import type { ScriptStore } from '../stores/store.js';
 import type {
   Decision,
+  Lease,
   Policy,
   Scope,
   TakeAllItem,
@@ -35,6 +37,7 @@ import { Call, GroupCall, type InFlight, ResetCall } from './calls.js';
 import { Coalescer } from './coalescer.js';
 import { DeadlineQueue } from './deadline.js';
 import { type CallMeta, DecisionReporter } from './events.js';
+import { type AcquireOptions, Leases } from './leases.js';
 import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
@@ -47,6 +50,7 @@ import {
   type Target,
   TargetMaker,
 } from './targets.js';
+import { type Scheduled, type WaitOptions, Waits } from './wait.js';
 
 export class RateLimiter {
   readonly #maxInFlight: number;
@@ -64,6 +68,8 @@ export class RateLimiter {
   readonly #checks: () => Promise<void>;
   /** The start-up checks, once they ran (or while they run); undefined after a failure. */
   #checked: Promise<void> | undefined;
+  readonly #leases: Leases;
+  readonly #waits: Waits;
 
   /**
    * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option or an
@@ -103,6 +109,20 @@ export class RateLimiter {
       for (const call of calls) this.#coalescer.add(call, now);
     });
     this.#checks = () => checkServer(store, settings.onWarning);
+    this.#leases = new Leases({
+      targets: this.#targets,
+      outcomes: this.#outcomes,
+      send: (make, meta) => this.#send(make, meta),
+      reported: this.#reporter !== undefined,
+    });
+    this.#waits = new Waits({
+      targets: this.#targets,
+      leases: this.#leases,
+      stats: this.#stats,
+      maxWaiters: settings.maxWaiters,
+      take: (target, requestId) => this.#sendTake(target, requestId),
+      reporter: this.#reporter,
+    });
     this.ready().catch(() => {}); // the checks' warnings, at start; the calls say the rest
     if (metrics !== undefined) {
       // A weak reference: a sink outliving the limiter must not keep it alive.
@@ -119,6 +139,11 @@ export class RateLimiter {
     this.peek = this.peek.bind(this);
     this.ready = this.ready.bind(this);
     this.reset = this.reset.bind(this);
+    this.acquire = this.acquire.bind(this);
+    this.release = this.release.bind(this);
+    this.renew = this.renew.bind(this);
+    this.wait = this.wait.bind(this);
+    this.schedule = this.schedule.bind(this);
   }
 
   /**
@@ -230,10 +255,97 @@ export class RateLimiter {
       this.#reporter === undefined
         ? undefined
         : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
+    const leased = targets.some((target) => isConcurrency(target.policy));
     return this.#send(
-      (resolve, reject) => new GroupCall(this.#outcomes, targets, resolve, reject),
+      (resolve, reject) =>
+        new GroupCall(
+          this.#outcomes,
+          targets,
+          leased ? (result) => resolve(this.#leases.withLeases(targets, result)) : resolve,
+          reject,
+        ),
       meta,
     );
+  }
+
+  /**
+   * Acquires a lease of `scope` under a {@link concurrency} policy: one of its `limit` slots,
+   * held until the lease is released or expires (`leaseMs` after its acquisition or last
+   * renewal). A refusal resolves a lease with `allowed: false` that holds nothing. Counted
+   * and reported as a take. See docs/concurrency.md.
+   *
+   * @returns the lease: its decision, its `id`, `release()` and `renew()`.
+   * @throws {InvalidInputError} bad scope, a policy not from `concurrency()`, bad `options.id`.
+   * @throws the failures of {@link take}.
+   */
+  acquire(scope: Scope, policy: Policy, options?: AcquireOptions): Promise<Lease> {
+    return this.#leases.acquire(scope, policy, options);
+  }
+
+  /**
+   * Releases the lease `id` of `scope` under a concurrency policy, from any process: true
+   * when it was live (its slot is free now), false when there was none (released already,
+   * expired). Applied at most once.
+   *
+   * @throws the errors of {@link acquire}.
+   */
+  release(scope: Scope, policy: Policy, id: string): Promise<boolean> {
+    return this.#leases.release(scope, policy, id);
+  }
+
+  /**
+   * Extends the lease `id` of `scope` to `leaseMs` from now, if it is still live (`allowed`);
+   * an expired or released lease is never revived (`allowed: false`, `retryAfterMs: Infinity`).
+   *
+   * @throws the errors of {@link acquire}.
+   */
+  renew(scope: Scope, policy: Policy, id: string): Promise<Decision> {
+    return this.#leases.renew(scope, policy, id);
+  }
+
+  /**
+   * Waits for `scope` to be admitted under `policy` instead of being refused: resolves the
+   * admitted decision (a {@link Lease} for a concurrency policy) as soon as one is granted,
+   * or a refused one by `maxWaitMs`, never later. Waiters of one scope in this limiter are
+   * served in arrival order; see `wait.ts` and docs/concurrency.md for what is guaranteed.
+   *
+   * @throws {InvalidInputError} bad scope, policy or options (nothing sent).
+   * @throws {DOMException} an `AbortError` when `options.signal` fires first.
+   * @throws the failures of {@link take} (the wait ends with the first one).
+   */
+  wait(scope: Scope, policy: ConcurrencyPolicy, options: WaitOptions): Promise<Lease>;
+  wait(scope: Scope, policy: Policy, options: WaitOptions): Promise<Decision>;
+  wait(scope: Scope, policy: Policy, options: WaitOptions): Promise<Decision> {
+    return this.#waits.wait(scope, policy, options);
+  }
+
+  /**
+   * Runs `fn` once `scope` is admitted under `policy` (as {@link wait}); a lease is renewed
+   * while `fn` runs and released when it settles.
+   *
+   * @returns `{ admitted: true, value }` with what `fn` returned, or `{ admitted: false }`
+   *   with the refusal when the wait ended first.
+   * @throws what `fn` throws, and the errors of {@link wait}.
+   */
+  schedule<T>(
+    scope: Scope,
+    policy: ConcurrencyPolicy,
+    fn: (lease: Lease) => T | PromiseLike<T>,
+    options: WaitOptions,
+  ): Promise<Scheduled<T>>;
+  schedule<T>(
+    scope: Scope,
+    policy: Policy,
+    fn: (decision: Decision) => T | PromiseLike<T>,
+    options: WaitOptions,
+  ): Promise<Scheduled<T>>;
+  schedule<T>(
+    scope: Scope,
+    policy: Policy,
+    fn: ((lease: Lease) => T | PromiseLike<T>) | ((decision: Decision) => T | PromiseLike<T>),
+    options: WaitOptions,
+  ): Promise<Scheduled<T>> {
+    return this.#waits.schedule(scope, policy, fn as (decision: Decision) => T, options);
   }
 
   /**
@@ -282,6 +394,9 @@ export class RateLimiter {
     try {
       target = this.#targets.one(scope, policy, options, 'scope', 'policy', 'options');
       requestId = readRequestId(options, 'options');
+      if (op === 't' && isConcurrency(policy)) {
+        throw new InvalidInputError('policy', 'a rate policy (acquire() takes a lease)', policy);
+      }
     } catch (error) {
       // Peeks decide nothing: only takes are reported.
       return this.#invalid(op === 't' ? 'take' : undefined, policy, options, error);
@@ -308,6 +423,24 @@ export class RateLimiter {
         : { targets: [target], operation: 'take', requestId, startedAt: performance.now() };
     return this.#send(
       (resolve, reject) => new Call(this.#outcomes, op, target, resolve, reject),
+      meta,
+    );
+  }
+
+  /** A take of a validated target (a waiter's): the denial cache, then Redis. */
+  #sendTake(target: Target, requestId: string | undefined): Promise<Decision> {
+    const held = this.#denials.held(target.localKey, target.policy, target.cost);
+    if (held !== undefined) {
+      this.#stats.limited++;
+      this.#stats.cachedDenials++;
+      return Promise.resolve(held);
+    }
+    const meta: CallMeta | undefined =
+      this.#reporter === undefined
+        ? undefined
+        : { targets: [target], operation: 'take', requestId, startedAt: performance.now() };
+    return this.#send(
+      (resolve, reject) => new Call(this.#outcomes, 't', target, resolve, reject),
       meta,
     );
   }

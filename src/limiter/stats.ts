@@ -3,7 +3,10 @@
  * also a `limited`), and `inFlight` counts what was sent and not answered yet. They count
  * calls, not policies: a `takeAll` counts once, as `allowed` or `limited` (or its failure),
  * however many items it has; its items' own outcomes (`limited` for those that refused,
- * `not_charged` for the others) are in the decision events and the metrics.
+ * `not_charged` for the others) are in the decision events and the metrics. An `acquire` is
+ * a take (`allowed` or `limited`); a `release` or `renew` ends in `leasesReleased`,
+ * `leasesRenewed` or `leasesLost` (or a failure); a `wait` counts each take it sends, and once
+ * more when it ends, in `waitGranted`, `waitTimedOut`, `waitAborted` or `waitOverflow`.
  */
 
 /** Counts of outcomes since the limiter was created, plus calls in flight now. */
@@ -38,6 +41,25 @@ export interface LimiterStats {
   cacheInvalidations: number;
   /** Calls sent and not yet answered by Redis (may exceed pending callers after timeouts). */
   inFlight: number;
+  /** `release` calls that freed a live lease (also a lease's `release()`). */
+  leasesReleased: number;
+  /** `renew` calls that extended a live lease. */
+  leasesRenewed: number;
+  /**
+   * `release` and `renew` calls that found no live lease of their id: released already,
+   * or expired (its holder paused or too slow to renew).
+   */
+  leasesLost: number;
+  /** `wait` (and `schedule`) calls admitted within their `maxWaitMs`. */
+  waitGranted: number;
+  /** `wait` calls refused: not admitted within their `maxWaitMs`. */
+  waitTimedOut: number;
+  /** `wait` calls rejected with an `AbortError` by their signal. */
+  waitAborted: number;
+  /** `wait` calls refused at once: `maxWaiters` already waiting. */
+  waitOverflow: number;
+  /** `wait` calls waiting now. */
+  waiting: number;
 }
 
 /** All counters at zero. */
@@ -56,5 +78,13 @@ export function newStats(): LimiterStats {
     resets: 0,
     cacheInvalidations: 0,
     inFlight: 0,
+    leasesReleased: 0,
+    leasesRenewed: 0,
+    leasesLost: 0,
+    waitGranted: 0,
+    waitTimedOut: 0,
+    waitAborted: 0,
+    waitOverflow: 0,
+    waiting: 0,
   };
 }

@@ -7,6 +7,7 @@
  */
 import { batchId, batchWork } from '../algorithms/batch.js';
 import type { WireItem } from '../algorithms/batch-wire.js';
+import { isConcurrency, type LeaseAction, leaseArgs } from '../algorithms/concurrency.js';
 import { isPolicy } from '../algorithms/policy.js';
 import { MAX_SCOPE_PART_LENGTH, MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import { InvalidInputError } from '../errors.js';
@@ -153,6 +154,27 @@ export class TargetMaker {
       cost,
       args,
       this.#cached ? compiled.localId : undefined,
+    );
+  }
+
+  /**
+   * Validates the target of a lease call (`leases.ts`): `policy` must be a concurrency
+   * policy; its ARGV name the action and the lease `id` (checked by the caller).
+   */
+  lease(scope: Scope, policy: Policy, action: LeaseAction, id: string): Target {
+    if (!isPolicy(policy) || !isConcurrency(policy)) {
+      throw new InvalidInputError('policy', 'a policy from concurrency()', policy);
+    }
+    const compiled = this.#compile(policy, 'policy');
+    return new Target(
+      this.#namespace,
+      scopeParts(scope, 'scope'),
+      policy,
+      compiled.batchId,
+      compiled.work,
+      1,
+      leaseArgs(policy, action, id),
+      undefined,
     );
   }
 

@@ -13,4 +13,6 @@ export type {
   Metrics,
   RedisEvent,
   RequestEvent,
+  WaitEvent,
+  WaitOutcome,
 } from './types.js';

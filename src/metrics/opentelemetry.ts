@@ -26,11 +26,25 @@ import {
   REQUEST_OUTCOMES,
   sinkLimits,
   Tally,
+  WAIT_OUTCOMES,
   wentToRedis,
 } from './tally.js';
-import type { DecisionEvent, LimiterSource, Metrics, RedisEvent, RequestEvent } from './types.js';
+import type {
+  DecisionEvent,
+  LimiterSource,
+  Metrics,
+  RedisEvent,
+  RequestEvent,
+  WaitEvent,
+} from './types.js';
 
-export { DECISION_OUTCOMES, OVERFLOW_LABEL, REDIS_EVENTS, REQUEST_OUTCOMES } from './tally.js';
+export {
+  DECISION_OUTCOMES,
+  OVERFLOW_LABEL,
+  REDIS_EVENTS,
+  REQUEST_OUTCOMES,
+  WAIT_OUTCOMES,
+} from './tally.js';
 
 /**
  * Options of {@link openTelemetryMetrics}: at most one of `meter` and `meterProvider`; with
@@ -69,6 +83,8 @@ export const OPEN_TELEMETRY_INSTRUMENTS = Object.freeze({
   httpRequests: 'sluice.http.requests',
   /** Observable counter, `{event}`, attribute `event` → `sluice_redis_events_total`. */
   redisEvents: 'sluice.redis.events',
+  /** Observable counter, `{wait}`, attributes `outcome`, `policy` → `sluice_waits_total`. */
+  waits: 'sluice.waits',
 });
 
 const OPTIONS = ['meter', 'meterProvider', 'maxSeconds', 'maxLabelValues'] as const;
@@ -201,6 +217,11 @@ class OpenTelemetrySink implements Metrics {
         'Redis connection events of connections made by connectRedis: connection_error, reconnect, stall_recycle.',
       unit: '{event}',
     });
+    const waits = meter.createObservableCounter(names.waits, {
+      description:
+        'Waits (wait, schedule) per policy by outcome: granted, timed_out, aborted, overflow.',
+      unit: '{wait}',
+    });
     meter.addBatchObservableCallback(
       (result: BatchObservableResult) => {
         for (const p of tally.policies.values()) {
@@ -211,6 +232,14 @@ class OpenTelemetrySink implements Metrics {
             });
           }
           if (p.cachedDenials > 0) result.observe(cached, p.cachedDenials, { policy: p.policy });
+          if (p.waits.some((n) => n > 0)) {
+            for (let i = 0; i < WAIT_OUTCOMES.length; i++) {
+              result.observe(waits, p.waits[i] as number, {
+                outcome: WAIT_OUTCOMES[i] as string,
+                policy: p.policy,
+              });
+            }
+          }
         }
         result.observe(inFlight, tally.inFlight());
         for (const r of tally.routes.values()) {
@@ -234,7 +263,7 @@ class OpenTelemetrySink implements Metrics {
           });
         }
       },
-      [decisions, cached, inFlight, requests, events],
+      [decisions, cached, inFlight, requests, events, waits],
     );
   }
 
@@ -258,6 +287,10 @@ class OpenTelemetrySink implements Metrics {
 
   redisEvent(event: RedisEvent): void {
     this.#tally.redisEvent(event);
+  }
+
+  wait(event: WaitEvent): void {
+    this.#tally.wait(event);
   }
 
   attach(source: LimiterSource): void {

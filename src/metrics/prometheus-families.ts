@@ -10,6 +10,7 @@ import {
   REDIS_EVENTS,
   REQUEST_OUTCOMES,
   type Tally,
+  WAIT_OUTCOMES,
 } from './tally.js';
 
 /** The full names of the metrics a Prometheus sink registers (default prefix shown). */
@@ -26,6 +27,8 @@ export interface PrometheusMetricNames {
   readonly httpRequests: string;
   /** `sluice_redis_events_total{event}` — counter. */
   readonly redisEvents: string;
+  /** `sluice_waits_total{outcome, policy}` — counter. */
+  readonly waits: string;
 }
 
 /** Brings a prom-client counter up to a total: adds what was counted since the last scrape. */
@@ -62,7 +65,29 @@ export function metricFamilies(
     [names.inFlight, inFlightGauge(names.inFlight, tally, registers)],
     [names.httpRequests, requestsCounter(names.httpRequests, tally, registers)],
     [names.redisEvents, redisEventsCounter(names.redisEvents, tally, registers)],
+    [names.waits, waitsCounter(names.waits, tally, registers)],
   ];
+}
+
+function waitsCounter(name: string, tally: Tally, registers: Registry[]) {
+  let sync!: CounterSync<'outcome' | 'policy'>;
+  const counter = new Counter({
+    name,
+    help: 'Waits (wait, schedule) per policy by outcome: granted, timed_out, aborted, overflow.',
+    labelNames: ['outcome', 'policy'] as const,
+    registers,
+    collect() {
+      for (const p of tally.policies.values()) {
+        if (!p.waits.some((n) => n > 0)) continue;
+        for (let i = 0; i < WAIT_OUTCOMES.length; i++) {
+          const outcome = WAIT_OUTCOMES[i] as string;
+          sync.sync(`${p.policy}\0${outcome}`, { outcome, policy: p.policy }, p.waits[i] as number);
+        }
+      }
+    },
+  });
+  sync = new CounterSync(counter);
+  return counter;
 }
 
 function decisionsCounter(name: string, tally: Tally, registers: Registry[]) {

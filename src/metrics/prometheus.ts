@@ -15,10 +15,23 @@ import { InvalidInputError } from '../errors.js';
 import { readProperty, rejectUnknownKeys } from '../validate.js';
 import { metricFamilies, type PrometheusMetricNames } from './prometheus-families.js';
 import { latencyBuckets, sinkLimits, Tally } from './tally.js';
-import type { DecisionEvent, LimiterSource, Metrics, RedisEvent, RequestEvent } from './types.js';
+import type {
+  DecisionEvent,
+  LimiterSource,
+  Metrics,
+  RedisEvent,
+  RequestEvent,
+  WaitEvent,
+} from './types.js';
 
 export type { PrometheusMetricNames } from './prometheus-families.js';
-export { DECISION_OUTCOMES, OVERFLOW_LABEL, REDIS_EVENTS, REQUEST_OUTCOMES } from './tally.js';
+export {
+  DECISION_OUTCOMES,
+  OVERFLOW_LABEL,
+  REDIS_EVENTS,
+  REQUEST_OUTCOMES,
+  WAIT_OUTCOMES,
+} from './tally.js';
 
 /** Options of {@link prometheusMetrics}. Every field is optional; an unknown one is refused. */
 export interface PrometheusMetricsOptions {
@@ -81,6 +94,7 @@ const made = new WeakMap<Registry, Map<string, Entry>>();
  * | `sluice_in_flight` | gauge | — | calls in flight now, summed over the attached limiters, read at scrape time |
  * | `sluice_http_requests_total` | counter | `outcome`, `route`, `shadow` | each request at a guard; `outcome` ∈ allowed, limited, fail_closed, fail_open, fail_open_limited, unidentified, skipped; `shadow` is `"true"` on shadow routes |
  * | `sluice_redis_events_total` | counter | `event` | connection_error, reconnect, stall_recycle (each present from the start, at 0) |
+ * | `sluice_waits_total` | counter | `outcome`, `policy` | each `wait` / `schedule` when it ends; `outcome` ∈ granted, timed_out, aborted, overflow |
  *
  * Counting is a map lookup and an increment on the hot path; prom-client's own metrics are
  * brought up to date when the registry is read (a scrape). Series appear once their policy
@@ -171,6 +185,7 @@ function metricNames(prefix: string): PrometheusMetricNames {
     inFlight: `${prefix}in_flight`,
     httpRequests: `${prefix}http_requests_total`,
     redisEvents: `${prefix}redis_events_total`,
+    waits: `${prefix}waits_total`,
   };
 }
 
@@ -203,6 +218,10 @@ class PrometheusSink implements PrometheusMetrics {
 
   redisEvent(event: RedisEvent): void {
     this.#tally.redisEvent(event);
+  }
+
+  wait(event: WaitEvent): void {
+    this.#tally.wait(event);
   }
 
   attach(source: LimiterSource): void {

@@ -11,6 +11,8 @@ import type {
   LimiterSource,
   RedisEvent,
   RequestEvent,
+  WaitEvent,
+  WaitOutcome,
 } from './types.js';
 
 /** Every `outcome` label value of `sluice_decisions_total`, in a fixed order. */
@@ -42,6 +44,20 @@ export const REQUEST_OUTCOMES = Object.freeze([
 
 /** A label value of `sluice_http_requests_total{outcome}`. */
 export type RequestOutcomeLabel = (typeof REQUEST_OUTCOMES)[number];
+
+/** Every `outcome` label value of `sluice_waits_total`, in a fixed order. */
+export const WAIT_OUTCOMES: readonly WaitOutcome[] = Object.freeze([
+  'granted',
+  'timed_out',
+  'aborted',
+  'overflow',
+]);
+const WAIT_INDEX: Readonly<Record<string, number>> = {
+  granted: 0,
+  timed_out: 1,
+  aborted: 2,
+  overflow: 3,
+};
 
 /** Every `event` label value of `sluice_redis_events_total`, in a fixed order. */
 export const REDIS_EVENTS: readonly RedisEvent[] = Object.freeze([
@@ -106,6 +122,8 @@ const REDIS_INDEX: Readonly<Record<string, number>> = {
 export class PolicyTally {
   /** Decisions by outcome, in the order of {@link DECISION_OUTCOMES}. */
   readonly outcomes = new Float64Array(DECISION_OUTCOMES.length);
+  /** Waits by outcome, in the order of {@link WAIT_OUTCOMES}. */
+  readonly waits = new Float64Array(WAIT_OUTCOMES.length);
   /**
    * Denials answered by the local denial cache (also in `outcomes`, as `limited`; the
    * `not_charged` items of a cached refusal are not counted here).
@@ -215,6 +233,14 @@ export class Tally {
     buckets[i] = (buckets[i] as number) + 1;
     tally.sum += seconds;
     tally.count++;
+  }
+
+  /** Counts one wait's outcome. */
+  wait(event: WaitEvent): void {
+    const index = WAIT_INDEX[event.outcome];
+    if (index === undefined) return;
+    const tally = this.policy(event.policy);
+    tally.waits[index] = (tally.waits[index] as number) + 1;
   }
 
   /** Counts one HTTP request's outcome. */

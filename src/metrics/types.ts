@@ -66,6 +66,27 @@ export interface DecisionEvent {
   readonly error?: Error;
 }
 
+/**
+ * How one `wait` (or `schedule`) ended: `granted` (admitted within its `maxWaitMs`),
+ * `timed_out` (refused: not admitted by then, or certain not to be), `aborted` (its signal
+ * fired), `overflow` (refused at once: `maxWaiters` already waiting). A wait that failed
+ * (Redis unreachable) ends with its take's failure, in the decision events.
+ */
+export type WaitOutcome = 'granted' | 'timed_out' | 'aborted' | 'overflow';
+
+/** One `wait`'s outcome. Carries the tenant only with the limiter's `eventTenant: true`. */
+export interface WaitEvent {
+  readonly outcome: WaitOutcome;
+  /** The policy's name. */
+  readonly policy: string;
+  /** The scope's route, when it has one. */
+  readonly route?: string;
+  /** From the call to its outcome, in ms (fractional). */
+  readonly waitedMs: number;
+  /** The tenant, only with the limiter's `eventTenant: true`. */
+  readonly tenant?: string;
+}
+
 /** One HTTP request's outcome at a guard (see `HttpOutcome`). */
 export interface RequestEvent {
   readonly outcome: HttpOutcome;
@@ -103,6 +124,8 @@ export interface Metrics {
   redisEvent(event: RedisEvent): void;
   /** Called once by each `RateLimiter` given this sink. */
   attach(source: LimiterSource): void;
+  /** Each `wait` or `schedule` of a limiter given this sink, when it ends (optional). */
+  wait?(event: WaitEvent): void;
 }
 
 /** What happened to one request at the limiter; every outcome is counted. */

@@ -14,7 +14,13 @@ import calculateSlot from 'cluster-key-slot';
 import { Cluster } from 'ioredis';
 import { createClient, createCluster } from 'redis';
 import type { Decision, Policy } from 'sluice';
-import { fixedWindow, RateLimiter, type RateLimiterOptions, RedisConfigError } from 'sluice';
+import {
+  concurrency,
+  fixedWindow,
+  RateLimiter,
+  type RateLimiterOptions,
+  RedisConfigError,
+} from 'sluice';
 import { IOREDIS_CLUSTER_OPTIONS } from 'sluice/ioredis';
 import { connectRedis } from 'sluice/node-redis';
 import { GLIDE_CLUSTER_OPTIONS } from 'sluice/valkey-glide';
@@ -296,6 +302,55 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
         ),
       );
       assert.equal(owners.size, 3, 'the tenants are spread over every primary');
+    });
+
+    it('leases of 60 tenants over every primary from 3 clients: never more than the limit held, all served, stacked with a rate limit', async () => {
+      const clients = await limiters(3, { timeoutMs: 5000 });
+      const running = concurrency({ limit: 2, leaseMs: 5000 });
+      const hourly = fixedWindow({ limit: 25, windowMs: 600_000, version: 'leases' });
+      const salt = randomTenant();
+      const tenants = Array.from({ length: 60 }, (_, i) => `${salt}-${i}`);
+      const held = new Map<string, number>();
+      let most = 0;
+      // 12 waiters per tenant, 4 per client, each holding its lease 1–10 ms.
+      const granted = await Promise.all(
+        tenants.flatMap((tenant) =>
+          Array.from({ length: 12 }, async (_, i) => {
+            const limiter = clients[i % 3] as RateLimiter;
+            const lease = await limiter.wait({ tenant, route }, running, { maxWaitMs: 20_000 });
+            if (!lease.allowed) return 0;
+            const now = (held.get(tenant) ?? 0) + 1;
+            held.set(tenant, now);
+            most = Math.max(most, now);
+            await sleep(1 + Math.random() * 9);
+            held.set(tenant, (held.get(tenant) ?? 0) - 1);
+            assert.equal(await lease.release(), true);
+            return 1;
+          }),
+        ),
+      );
+      assert.ok(most <= 2, `${most} leases held at once`);
+      assert.equal(
+        granted.reduce((a: number, b) => a + b, 0),
+        720,
+      );
+      const owners = new Set(
+        await Promise.all(tenants.map((t) => fixture.value.primaryOf(slotOf(running, t)))),
+      );
+      assert.equal(owners.size, 3, 'the tenants are spread over every primary');
+      // Stacked: a lease and an hourly take, all or nothing, in the tenant's slot.
+      const [a] = clients as [RateLimiter];
+      const tenant = tenants[0] as string;
+      const items = [
+        { scope: { tenant }, policy: hourly },
+        { scope: { tenant, route }, policy: running },
+      ];
+      const [r1, r2, r3] = [await a.takeAll(items), await a.takeAll(items), await a.takeAll(items)];
+      assert.deepEqual([r1.allowed, r2.allowed, r3.allowed], [true, true, false]);
+      assert.equal((await a.peek({ tenant }, hourly)).remaining, 23, 'the refusal took nothing');
+      for (const lease of [...(r1.leases ?? []), ...(r2.leases ?? [])]) {
+        assert.equal(await lease.release(), true);
+      }
     });
 
     it('SCRIPT FLUSH on one primary: NOSCRIPT never reaches a caller', async () => {

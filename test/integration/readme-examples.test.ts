@@ -77,11 +77,14 @@ async function privateRedis(): Promise<PrivateRedis> {
 
 /**
  * Starts a server example on a free port against a fresh private Redis; resolves once it
- * serves, with `stop()`: SIGTERM, then the example must exit 0 on its own — its server and
+ * serves (on `shared`, to run replicas of one app), with `stop()`: SIGTERM, then the example must exit 0 on its own — its server and
  * its Redis connection closed — within 10 s.
  */
-async function serve(file: string): Promise<{ base: string; stop: () => Promise<void> }> {
-  const redis = await privateRedis();
+async function serve(
+  file: string,
+  shared?: PrivateRedis,
+): Promise<{ base: string; stop: () => Promise<void> }> {
+  const redis = shared ?? (await privateRedis());
   const port = await freePort();
   const { child, output, exited } = run(file, { REDIS_URL: redis.url, PORT: String(port) });
   const base = `http://127.0.0.1:${port}`;
@@ -435,6 +438,61 @@ describe('examples, run', { concurrency: 2 }, () => {
     const { base, stop } = await serve('express.ts');
     await tenantQuota(base, '/orders/1', '/orders/2');
     await stop();
+  });
+
+  it('examples/exports.ts: at most 2 running exports per tenant across three replicas', async () => {
+    const redis = await privateRedis();
+    const replicas = [await serve('exports.ts', redis), await serve('exports.ts', redis)];
+    replicas.push(await serve('exports.ts', redis));
+    const exportOn = (i: number, token = 'token-of-acme') =>
+      fetch(`${replicas[i % 3]?.base}/exports`, { method: 'POST', headers: bearer(token) });
+    // 6 at once over the 3 replicas: 2 run (500 ms each), 4 are refused while they run.
+    const first = await Promise.all([0, 1, 2, 3, 4, 5].map((i) => exportOn(i)));
+    const statuses = first.map((r) => r.status).sort();
+    assert.deepEqual(statuses, [200, 200, 429, 429, 429, 429]);
+    const refused = first.find((r) => r.status === 429);
+    assert.match(
+      refused?.headers.get('ratelimit-policy') ?? '',
+      /"exports";q=2;qu="concurrent-requests"/,
+    );
+    assert.ok(Number(refused?.headers.get('retry-after')) >= 1);
+    // Another tenant has slots of its own; once the exports finished, acme has 2 again.
+    assert.equal((await exportOn(0, 'token-of-globex')).status, 200);
+    await sleep(100); // acme's releases, sent as its responses finished
+    const again = await Promise.all([exportOn(1), exportOn(2)]);
+    assert.deepEqual(
+      again.map((r) => r.status),
+      [200, 200],
+    );
+    for (const replica of replicas) await replica.stop();
+  });
+
+  it('examples/leases.ts: acquire, release once, renew, wait, schedule, takeAll with a lease', async () => {
+    const out = await printedWithRedis('leases.ts');
+    assert.match(out, /^acquired: true, false \(a slot expires in \d+ ms at most\)\n/);
+    assert.equal(
+      out.slice(out.indexOf('\n') + 1),
+      [
+        'released: true, again: false',
+        'renewed: true',
+        'waited: true',
+        'scheduled: false',
+        'scheduled: transcoded',
+        'stacked: true, 1 lease',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('examples/outbound.ts: 4 workers share a 20/s API: no 429, at least 90 % of 20/s', async () => {
+    const out = await printedWithRedis('outbound.ts');
+    const match =
+      /called (\d+) times; the API accepted (\d+) \(([\d.]+)\/s\) and refused (\d+)/.exec(out);
+    assert.ok(match, out);
+    const [, calls, accepted, perSecond, refused] = match.map(Number) as number[];
+    assert.equal(refused, 0, out);
+    assert.equal(calls, accepted, out);
+    assert.ok((perSecond as number) >= 18 && (perSecond as number) <= 20.5, out);
   });
 
   it('examples/fastify.ts: one quota for the route template, whatever the id', async () => {

@@ -30,7 +30,7 @@ describe('batch script assembly', () => {
 
   it('every algorithm has an id, and the batch SHA-1 is computed from the assembled text', () => {
     assert.equal(batchId(fixedWindowScript), 1);
-    assert.equal(BATCH_ALGORITHMS.length, 5);
+    assert.equal(BATCH_ALGORITHMS.length, 6);
     BATCH_ALGORITHMS.forEach((script, i) => {
       assert.equal(batchId(script), i + 1);
       assert.ok(

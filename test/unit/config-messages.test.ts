@@ -134,7 +134,7 @@ describe('policy file messages', () => {
       ],
       [
         { policies: { p: {} }, routes: { 'POST/a': 'p' } },
-        'policies.p.algorithm must be one of "fixed-window", "sliding-window-log", "sliding-window-counter", "token-bucket", "gcra"; received nothing (the field is missing)',
+        'policies.p.algorithm must be one of "fixed-window", "sliding-window-log", "sliding-window-counter", "token-bucket", "gcra", "concurrency"; received nothing (the field is missing)',
       ],
       [
         { policies: { p: 5 }, routes: { 'POST/a': 'p' } },

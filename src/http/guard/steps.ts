@@ -8,9 +8,12 @@
  * does not change between requests (the config's functions, fixed limits' names per route)
  * is read or computed once per guard.
  */
+
+import { isConcurrency } from '../../algorithms/concurrency.js';
 import { InvalidInputError, isSluiceError } from '../../errors.js';
-import type { Decision, TakeAllItem } from '../../types.js';
+import type { Decision, Lease, TakeAllItem } from '../../types.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits, scopeOf } from '../limits.js';
+import { holdingLeases } from './leases.js';
 import type { GuardConfig } from './options.js';
 import { decided, failed, type OutcomeCounts, PASS, record, unidentified } from './outcome.js';
 import type { GuardVerdict } from './types.js';
@@ -58,8 +61,18 @@ export function requestSteps<Req>(
     const requestId = fittingRequestId(requestIdOf?.(req));
     let decisions: readonly Decision[];
     let cached = false;
+    let leases: readonly Lease[] | undefined;
     try {
-      if (limits.length === 1) {
+      if (limits.length === 1 && isConcurrency((limits[0] as ResolvedLimit).policy)) {
+        const only = limits[0] as ResolvedLimit;
+        const lease = await limiter.acquire(
+          scopeOf(only.per, tenant, route, user),
+          only.policy,
+          requestId === undefined ? undefined : { requestId },
+        );
+        decisions = [lease];
+        if (lease.allowed) leases = [lease];
+      } else if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
         decisions = [
           await limiter.take(
@@ -75,6 +88,7 @@ export function requestSteps<Req>(
         );
         decisions = result.decisions;
         cached = result.cached;
+        leases = result.leases;
       }
     } catch (error) {
       // Bad input is a programming error and a refused configuration (a wrong password, a
@@ -88,7 +102,8 @@ export function requestSteps<Req>(
       }
       return failed(config, counts, req, route, names, tenant, cost, error);
     }
-    return decided(config, counts, req, route, limits, names, decisions, cached);
+    const verdict = decided(config, counts, req, route, limits, names, decisions, cached);
+    return leases === undefined ? verdict : holdingLeases(verdict, leases);
   };
 }
 

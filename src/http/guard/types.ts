@@ -214,7 +214,16 @@ export type RouteLimitSettings<Req> = Pick<GuardOptions<Req>, 'policy'> &
 /** What the guard decided for one request. */
 export type GuardVerdict =
   /** Run the handler; add `headers` to its response (the shadow header, when set). */
-  | { readonly pass: true; readonly headers: Readonly<Record<string, string>> }
+  | {
+      readonly pass: true;
+      readonly headers: Readonly<Record<string, string>>;
+      /**
+       * Present when the request holds leases (a `concurrency` limit): call it once the
+       * response is finished or its connection closed (more calls do nothing). The leases
+       * are renewed until then; uncalled, they expire `leaseMs` after their last renewal.
+       */
+      readonly release?: () => void;
+    }
   /** Answer `response` now; the handler must not run. */
   | { readonly pass: false; readonly response: HttpResponseSpec };
 
