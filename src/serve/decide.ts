@@ -213,7 +213,7 @@ export class Decider {
       if (o.over && p.shadow) outcome = 'shadow_over_limit';
       else if (o.over && p.quota) {
         outcome = 'quota_over_limit';
-        violations.push({ number_value: i });
+        violations.push({ numberValue: i });
       } else if (o.over) {
         code = 'OVER_LIMIT';
         outcome = 'over_limit';
@@ -258,8 +258,8 @@ export class Decider {
       ...response,
       dynamic_metadata: {
         fields: {
-          quotaModeEnabled: { bool_value: true },
-          quotaModeViolations: { list_value: { values: violations } },
+          quotaModeEnabled: { boolValue: true },
+          quotaModeViolations: { listValue: { values: violations } },
         },
       },
     };

@@ -23,11 +23,11 @@ export interface DescriptorStatus {
   readonly duration_until_reset?: Duration;
 }
 
-/** google.protobuf.Value, the kinds the service writes. */
+/** google.protobuf.Value, the kinds the service writes (its fields camelCase, as protobufjs defines the well-known types). */
 export type StructValue =
-  | { readonly bool_value: boolean }
-  | { readonly number_value: number }
-  | { readonly list_value: { readonly values: readonly StructValue[] } };
+  | { readonly boolValue: boolean }
+  | { readonly numberValue: number }
+  | { readonly listValue: { readonly values: readonly StructValue[] } };
 
 export interface ServeResponse {
   readonly overall_code: Code;
@@ -53,9 +53,9 @@ function durationJson(d: Duration): string {
 }
 
 function valueJson(v: StructValue): unknown {
-  if ('bool_value' in v) return v.bool_value;
-  if ('number_value' in v) return v.number_value;
-  return v.list_value.values.map(valueJson);
+  if ('boolValue' in v) return v.boolValue;
+  if ('numberValue' in v) return v.numberValue;
+  return v.listValue.values.map(valueJson);
 }
 
 /** The response as protojson (lowerCamelCase names, default values left out). */
