@@ -210,7 +210,9 @@ function program(argv: readonly string[], result: Result): Command {
   const run = runner(result);
   const sluice = new Command('sluice')
     .usage('<command> [options]')
-    .description('Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark.')
+    .description(
+      'Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark, the Envoy rate limit service.',
+    )
     .version(version(), '-v, --version', 'print the version')
     .helpOption('-h, --help', 'show this text (after a command: that command’s usage)')
     .helpCommand('help [command]', 'show this text, or a command’s')
@@ -220,7 +222,7 @@ function program(argv: readonly string[], result: Result): Command {
     .addHelpText(
       'after',
       `
-Every command takes --help; all but bench take --json (one JSON object on stdout, also
+Every command takes --help; all but bench and serve take --json (one JSON object on stdout, also
 on failure); inspect, reset and stats take --url (else REDIS_URL, else
 ${DEFAULT_URL}).
 ${EXIT_STATUS}`,
