@@ -4,7 +4,9 @@
  * in config order, value-less key; the limit at the level of the last entry).
  */
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import { InvalidInputError } from '../../src/errors.js';
 import { RuleFileError } from '../../src/serve/rules/errors.js';
 import { parseRuleFile } from '../../src/serve/rules/parse.js';
@@ -154,5 +156,22 @@ descriptors:
     assert.deepEqual(m?.counted, ['outer_o', 'inner_*']);
     assert.deepEqual(rules.match('d', [{ key: 'k', value: 'zz' }])?.counted, ['k_zz']);
     assert.equal(rules.match('other', [{ key: 'k', value: 'abc' }]), undefined);
+  });
+});
+
+describe('sluice serve rule files: the examples of docs/serve.md load', () => {
+  it('examples/serve/config/ratelimit.yaml and the ConfigMap of examples/serve/kubernetes.yaml', () => {
+    const root = new URL('../../examples/serve/', import.meta.url);
+    const file = readFileSync(new URL('config/ratelimit.yaml', root), 'utf8');
+    const rules = new RuleSet([parseRuleFile('ratelimit.yaml', file)], false);
+    assert.equal(rules.rules.length, 6);
+    const m = rules.match('shop', [
+      { key: 'api_key', value: 'k1' },
+      { key: 'path', value: '/orders' },
+    ]);
+    assert.equal(m?.rule.limit.name, 'orders-per-key');
+    const docs = parseAllDocuments(readFileSync(new URL('kubernetes.yaml', root), 'utf8'));
+    const configMap = docs[0]?.toJS() as { data: Record<string, string> };
+    for (const [name, text] of Object.entries(configMap.data)) parseRuleFile(name, text);
   });
 });
