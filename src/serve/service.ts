@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { fixedWindow } from '../algorithms/fixed-window.js';
-import { InvalidInputError, isSluiceError } from '../errors.js';
+import { InvalidInputError, isSluiceError, TimeoutError, UnavailableError } from '../errors.js';
 import { RateLimiter } from '../limiter/rate-limiter.js';
 import { storeFor } from '../redis/select.js';
 import { Decider, NoConfigError } from './decide.js';
@@ -30,8 +30,8 @@ const SHUTDOWN_GRACE_MS = 10_000;
 /** The Redis probe's period, in ms. */
 const PROBE_MS = 1000;
 
-/** A call that could not be decided in time (the service's own deadline). */
-class DeadlineError extends Error {}
+/** A call the service did not decide: past its deadline, or over the in-flight cap. */
+class NotDecidedError extends Error {}
 
 /** Starts the service; see `createRateLimitService`. */
 export async function startService(options: RateLimitServiceOptions): Promise<RateLimitService> {
@@ -96,7 +96,8 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
   /** One request, bounded: the in-flight cap and the deadline. */
   const decide = async (raw: unknown, deadlineMs: number): Promise<ServeResponse> => {
     const request = readRequest(raw);
-    if (metrics.inFlight >= maxInFlight) throw new DeadlineError(`${maxInFlight} calls in flight`);
+    if (metrics.inFlight >= maxInFlight)
+      throw new NotDecidedError(`${maxInFlight} calls in flight`);
     metrics.inFlight++;
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -110,7 +111,9 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
                 timer = setTimeout(
                   () =>
                     reject(
-                      new DeadlineError(`not decided within ${Math.min(deadlineMs, timeoutMs)} ms`),
+                      new NotDecidedError(
+                        `not decided within ${Math.min(deadlineMs, timeoutMs)} ms`,
+                      ),
                     ),
                   Math.max(0, Math.min(deadlineMs, timeoutMs)),
                 );
@@ -119,7 +122,8 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
       if (metrics.redisUp === 0) redisState(true);
       return answer;
     } catch (error) {
-      if (isSluiceError(error) && !(error instanceof InvalidInputError)) redisState(false);
+      // Redis unreachable or silent; an overload or an error reply says nothing of that.
+      if (error instanceof UnavailableError || error instanceof TimeoutError) redisState(false);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -246,7 +250,7 @@ function grpcStatus(error: unknown): { code: grpc.status; name: string } {
     return { code: grpc.status.UNKNOWN, name: 'bad_request' };
   }
   if (error instanceof NoConfigError) return { code: grpc.status.UNAVAILABLE, name: 'no_config' };
-  if (error instanceof DeadlineError || isSluiceError(error)) {
+  if (error instanceof NotDecidedError || isSluiceError(error)) {
     return { code: grpc.status.UNAVAILABLE, name: 'unavailable' };
   }
   return { code: grpc.status.INTERNAL, name: 'internal' };

@@ -206,7 +206,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     for (const path of packed) {
       assert.match(
         path,
-        /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+\.(js|js\.map|d\.ts|lua|json))$/,
+        /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+\.(js|js\.map|d\.ts|lua|json)|dist\/serve\/proto\/.+\.proto)$/,
       );
     }
     for (const needed of [
@@ -216,6 +216,8 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       'dist/demo/replica.js',
       'dist/demo/demo-policies.json',
       'dist/algorithms/fixed-window.lua',
+      'dist/serve/reference-count.lua',
+      'dist/serve/proto/envoy/service/ratelimit/v3/rls.proto',
     ]) {
       assert.ok(packed.includes(needed), `${needed} is not in the tarball`);
     }
