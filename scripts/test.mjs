@@ -35,6 +35,7 @@ const SLOW = [
   'package',
   'readme-examples',
   'cluster',
+  'serve-cluster',
   'script-time',
   'stall-watchdog',
   'sentinel',

@@ -11,6 +11,7 @@
  * `--compat reference`: every matched descriptor is incremented by its hits, in
  * clock-aligned windows, in one atomic script call (`reference-count.lua`).
  */
+import { MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import type { RateLimiter } from '../limiter/rate-limiter.js';
 import type { ScriptStore } from '../stores/store.js';
 import type { Decision, Scope, TakeAllItem } from '../types.js';
@@ -73,7 +74,7 @@ export class Decider {
 
   /**
    * @throws {NoConfigError} no configuration loaded.
-   * @throws {BadRequestError} more limited descriptors than one atomic call takes.
+   * @throws {BadRequestError} more limited descriptors than one atomic call takes (16).
    * @throws the limiter's errors (`TimeoutError`, `UnavailableError`, `OverloadError`,
    *   `StoreError`, `InvalidInputError`).
    */
@@ -81,6 +82,13 @@ export class Decider {
     const rules = this.#o.rules();
     if (rules === undefined) throw new NoConfigError();
     const planned = plan(request, rules, this.#o.policies);
+    const limited = planned.filter((p) => p.kind === 'limited').length;
+    if (limited > MAX_TAKE_ALL_ITEMS) {
+      // One atomic call each way, and a script's time is bounded by its keys.
+      throw new BadRequestError(
+        `at most ${MAX_TAKE_ALL_ITEMS} limited descriptors per request are decided in one atomic call; received ${limited}`,
+      );
+    }
     const outcomes =
       this.#o.settings.compat === 'reference'
         ? await this.#reference(request.domain, planned)
@@ -126,11 +134,6 @@ export class Decider {
         }
       }
     });
-    if (items.length > 16) {
-      throw new BadRequestError(
-        `at most 16 limited descriptors per request are decided in one atomic call; received ${items.length}`,
-      );
-    }
     if (items.length > 0) {
       pending.push(
         limiter.takeAll(items).then(async (result) => {

@@ -198,6 +198,9 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     }
   };
   await rules.start();
+  // Serve once the client's first connections are up (every primary of a cluster); an
+  // unreachable Redis is reported by the health state instead.
+  await limiter.ready().catch(() => {});
   await probe();
   const probeTimer = setInterval(() => void probe(), PROBE_MS);
   probeTimer.unref();
