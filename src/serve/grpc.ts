@@ -38,7 +38,7 @@ export function grpcServer(
   grpc: typeof Grpc,
   protoLoader: typeof ProtoLoader,
   handlers: GrpcHandlers,
-): Grpc.Server {
+): { server: Grpc.Server; endWatches: () => void } {
   const root = fileURLToPath(new URL('./proto/', import.meta.url));
   const definition = protoLoader.loadSync(
     ['envoy/service/ratelimit/v3/rls.proto', 'grpc/health/v1/health.proto'],
@@ -71,6 +71,7 @@ export function grpcServer(
       : handlers.serving()
         ? 'SERVING'
         : 'NOT_SERVING';
+  const watches = new Set<Grpc.ServerWritableStream<unknown, unknown>>();
   server.addService(loaded.grpc.health.v1.Health.service, {
     Check(
       call: Grpc.ServerUnaryCall<{ service: string }, unknown>,
@@ -94,12 +95,22 @@ export function grpcServer(
         }
       };
       send();
-      const remove = handlers.onServingChange(send);
+      const unsubscribe = handlers.onServingChange(send);
+      watches.add(call);
+      const remove = () => {
+        unsubscribe();
+        watches.delete(call);
+      };
       call.on('cancelled', remove);
       call.on('close', remove);
     },
   });
-  return server;
+  // At shutdown, after NOT_SERVING was sent: a watch would hold the graceful shutdown open.
+  const endWatches = () => {
+    for (const call of watches) call.end();
+    watches.clear();
+  };
+  return { server, endWatches };
 }
 
 /** Binds `server` to `host:port` (0: any free port); resolves the port bound. */

@@ -131,7 +131,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     }
   };
 
-  const server = grpcServer(grpc, protoLoader, {
+  const { server, endWatches } = grpcServer(grpc, protoLoader, {
     async shouldRateLimit(request, deadline) {
       const started = performance.now();
       const left =
@@ -238,6 +238,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
       closed ??= (async () => {
         closing = true;
         changed();
+        endWatches();
         clearInterval(probeTimer);
         rules.stop();
         await Promise.all([shutdownGrpc(server), closeHttp(http)]);

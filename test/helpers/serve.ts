@@ -173,6 +173,21 @@ export function rlsClient(port: number) {
     should: (request: TestRequest, deadlineMs = 5000) =>
       unary<TestResponse>(client, 'ShouldRateLimit', request, deadlineMs),
     check: (service = 'ratelimit') => unary<{ status: string }>(health, 'Check', { service }, 5000),
+    /** A `Watch` of the health service: every status it sends, until the server ends it. */
+    watch(service = 'ratelimit') {
+      const statuses: string[] = [];
+      const methods = health as unknown as Record<
+        string,
+        (r: unknown) => grpc.ClientReadableStream<{ status: string }>
+      >;
+      const stream = methods.Watch?.({ service });
+      const ended = new Promise<string[]>((resolve, reject) => {
+        stream?.on('data', (m: { status: string }) => statuses.push(m.status));
+        stream?.on('end', () => resolve(statuses));
+        stream?.on('error', reject);
+      });
+      return { statuses, ended };
+    },
   };
 }
 

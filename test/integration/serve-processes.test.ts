@@ -90,7 +90,7 @@ describe('sluice serve: outage and shutdown', () => {
     assert.equal(answer, 'OK', 'recovered');
   });
 
-  it('SIGTERM: the calls in flight finish, then it exits 0', async () => {
+  it('SIGTERM: health watchers see NOT_SERVING, the calls in flight finish, then it exits 0', async () => {
     const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
     proxies.push(proxy);
     const dir = configDir({ 'fleet.yaml': RULES });
@@ -101,13 +101,17 @@ describe('sluice serve: outage and shutdown', () => {
     const client = rlsClient(server.grpcPort);
     const req = request('fleet', [`wide=${randomUUID()}`]);
     assert.equal((await client.should(req)).overall_code, 'OK');
+    const watch = client.watch();
     proxy.delayMs = 400;
     proxy.mode = 'delay';
     const inFlight = client.should(req, 5000);
     await sleep(100);
     const exited = server.stop();
     assert.equal((await inFlight).overall_code, 'OK');
+    const started = Date.now();
     assert.equal(await exited, 0);
+    assert.ok(Date.now() - started < 5000, 'the watch did not hold the shutdown open');
+    assert.deepEqual(await watch.ended, ['SERVING', 'NOT_SERVING']);
     assert.match(server.stderr(), /shutting down/);
   });
 });

@@ -12,6 +12,9 @@ import { RuleFileError } from './errors.js';
 import { buildRuleSet, readRuleTexts } from './load.js';
 import type { RuleSet } from './tree.js';
 
+/** How long file events must pause before the files are read, in ms. */
+const SETTLE_MS = 100;
+
 /** One reload's outcome, for logs and metrics. */
 export type ReloadEvent =
   | { readonly ok: true; readonly rules: RuleSet }
@@ -34,6 +37,7 @@ export class RuleSource {
   #lastError: RuleFileError | undefined;
   #watcher: FSWatcher | undefined;
   #timer: NodeJS.Timeout | undefined;
+  #settle: NodeJS.Timeout | undefined;
   #running: Promise<void> | undefined;
   #again = false;
 
@@ -62,8 +66,12 @@ export class RuleSource {
       dir = dirname(path);
     }
     try {
+      // A burst of events (an editor's save, a ConfigMap swap): one check once it settles,
+      // so that a file is not read half written.
       this.#watcher = watch(dir, { persistent: false }, () => {
-        this.check().catch(() => {});
+        clearTimeout(this.#settle);
+        this.#settle = setTimeout(() => this.check().catch(() => {}), SETTLE_MS);
+        this.#settle.unref();
       });
       this.#watcher.on('error', () => {});
     } catch {
@@ -96,6 +104,7 @@ export class RuleSource {
   stop(): void {
     this.#watcher?.close();
     clearInterval(this.#timer);
+    clearTimeout(this.#settle);
   }
 
   async #reload(): Promise<void> {
