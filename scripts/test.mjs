@@ -39,6 +39,7 @@ const SLOW = [
   'script-time',
   'stall-watchdog',
   'sentinel',
+  'serve-sentinel',
   'model',
   'dead-connection',
   'race',

@@ -46,7 +46,10 @@ export function configDir(files: Record<string, string> = {}): string {
   return dir;
 }
 
-/** Starts `sluice serve --config <config> --redis-url <redisUrl>` with `args` and `env`. */
+/**
+ * Starts `sluice serve --config <config> --redis-url <redisUrl>` with `args` and `env`
+ * (`redisUrl` `''`: no `--redis-url`, Redis from `env`).
+ */
 export async function startServe(
   config: string,
   redisUrl: string,
@@ -55,7 +58,8 @@ export async function startServe(
 ): Promise<ServeProcess> {
   const child = spawn(
     process.execPath,
-    [CLI, 'serve', '--config', config, '--redis-url', redisUrl, '--host', '127.0.0.1']
+    [CLI, 'serve', '--config', config, '--host', '127.0.0.1']
+      .concat(redisUrl === '' ? [] : ['--redis-url', redisUrl])
       .concat(['--grpc-port', '0', '--http-port', '0'])
       .concat(args),
     { env: { ...process.env, REDIS_URL: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
