@@ -58,8 +58,10 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     lastServing = now;
     for (const listener of listeners) listener();
   };
+  const policies = new Policies();
   const rules = new RuleSource({
     path: options.config ?? runtimeDirectory(env),
+    policies,
     merge: settings.mergeDomains,
     pollMs: options.reloadPollMs ?? 1000,
     onReload: (event) => {
@@ -79,7 +81,6 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
       changed();
     },
   });
-  const policies = new Policies();
   const decider = new Decider({
     limiter,
     store,

@@ -8,7 +8,9 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import { InvalidInputError } from '../../src/errors.js';
+import { Policies } from '../../src/serve/policies.js';
 import { RuleFileError } from '../../src/serve/rules/errors.js';
+import { buildRuleSet } from '../../src/serve/rules/load.js';
 import { parseRuleFile } from '../../src/serve/rules/parse.js';
 import { RuleSet } from '../../src/serve/rules/tree.js';
 
@@ -173,5 +175,23 @@ describe('sluice serve rule files: the examples of docs/serve.md load', () => {
     const docs = parseAllDocuments(readFileSync(new URL('kubernetes.yaml', root), 'utf8'));
     const configMap = docs[0]?.toJS() as { data: Record<string, string> };
     for (const [name, text] of Object.entries(configMap.data)) parseRuleFile(name, text);
+  });
+});
+
+describe('sluice serve rule files: limits sluice cannot decide', () => {
+  it('are errors of the file, found at load (never at a request)', () => {
+    const text =
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 20000, algorithm: sliding-window-log }\n';
+    assert.throws(
+      () => buildRuleSet({ files: [{ name: 'f.yaml', text }], digest: '' }, false, new Policies()),
+      (error: unknown) => {
+        assert.ok(error instanceof RuleFileError);
+        assert.match(
+          error.message,
+          /^f\.yaml: descriptors\[0\]\.rate_limit: cannot be decided: policy\.limit must be/,
+        );
+        return true;
+      },
+    );
   });
 });

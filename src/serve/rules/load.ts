@@ -7,6 +7,8 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { InvalidInputError } from '../../errors.js';
+import type { Policies } from '../policies.js';
 import { RuleFileError } from './errors.js';
 import { parseRuleFile, type RuleFile } from './parse.js';
 import { RuleSet } from './tree.js';
@@ -40,13 +42,25 @@ export async function readRuleTexts(path: string): Promise<RuleTexts> {
 }
 
 /**
- * Parses and checks the files and builds the rule set.
+ * Parses and checks the files and builds the rule set, with every rule's policy built once
+ * (so that a limit sluice cannot decide is an error of the file, never of a request).
  *
- * @throws {RuleFileError} the first problem (see `parseRuleFile` and `RuleSet`).
+ * @throws {RuleFileError} the first problem (see `parseRuleFile` and `RuleSet`), or a limit
+ *   its algorithm refuses (e.g. a sliding-window-log limit above its bound).
  */
-export function buildRuleSet(texts: RuleTexts, merge: boolean): RuleSet {
+export function buildRuleSet(texts: RuleTexts, merge: boolean, policies: Policies): RuleSet {
   const parsed: RuleFile[] = texts.files.map((f) => parseRuleFile(f.name, f.text));
-  return new RuleSet(parsed, merge);
+  const rules = new RuleSet(parsed, merge);
+  for (const rule of rules.rules) {
+    if (rule.limit.unlimited) continue;
+    try {
+      policies.ofRule(rule);
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) throw error;
+      throw new RuleFileError(rule.file, rule.path, `cannot be decided: ${error.message}`);
+    }
+  }
+  return rules;
 }
 
 async function ruleFileNames(path: string): Promise<string[]> {

@@ -8,6 +8,7 @@
 import { type FSWatcher, watch } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import type { Policies } from '../policies.js';
 import { RuleFileError } from './errors.js';
 import { buildRuleSet, readRuleTexts } from './load.js';
 import type { RuleSet } from './tree.js';
@@ -27,6 +28,8 @@ export interface RuleSourceOptions {
   readonly merge: boolean;
   /** How often to compare the files' digest, in ms; 0: never (events only). */
   readonly pollMs: number;
+  /** The policies the rules are decided by (each rule's built at load). */
+  readonly policies: Policies;
   readonly onReload: (event: ReloadEvent) => void;
 }
 
@@ -115,7 +118,7 @@ export class RuleSource {
       digest = texts.digest;
       if (digest === this.#digest) return;
       this.#digest = digest;
-      rules = buildRuleSet(texts, this.#options.merge);
+      rules = buildRuleSet(texts, this.#options.merge, this.#options.policies);
     } catch (error) {
       if (!(error instanceof RuleFileError)) throw error;
       if (this.#lastError?.message === error.message) return;

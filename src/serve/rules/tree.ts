@@ -21,6 +21,9 @@ export interface Rule {
   readonly quotaMode: boolean;
   /** The unit's length in ms (0 for an unlimited rule). */
   readonly unitMs: number;
+  /** Where it is: the file and the path of its `rate_limit`, for errors found later. */
+  readonly file: string;
+  readonly path: string;
 }
 
 interface Node {
@@ -135,6 +138,8 @@ function load(
         detailedMetric: d.detailedMetric,
         quotaMode: d.quotaMode,
         unitMs: d.rateLimit.unit === undefined ? 0 : UNIT_MS[d.rateLimit.unit as Unit],
+        file: file.file,
+        path: `${d.path}.rate_limit`,
       };
       node.rule = rule;
       rules.push(rule);
