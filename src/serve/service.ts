@@ -120,7 +120,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
                 );
               }),
             ]);
-      if (metrics.redisUp === 0) redisState(true);
+      // Not a sign of Redis being back: the answer may have needed no Redis call (the probe says).
       return answer;
     } catch (error) {
       // Redis unreachable or silent; an overload or an error reply says nothing of that.

@@ -61,6 +61,8 @@ export async function startServe(
     [CLI, 'serve', '--config', config, '--host', '127.0.0.1']
       .concat(redisUrl === '' ? [] : ['--redis-url', redisUrl])
       .concat(['--grpc-port', '0', '--http-port', '0'])
+      // A shared test machine is slow at times: a deadline of 1 s unless a test sets one.
+      .concat(args.includes('--timeout-ms') ? [] : ['--timeout-ms', '1000'])
       .concat(args),
     { env: { ...process.env, REDIS_URL: '', ...env }, stdio: ['ignore', 'ignore', 'pipe'] },
   );
