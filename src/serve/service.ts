@@ -89,7 +89,13 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     rules: () => rules.current,
     onDescriptor: (domain, key, outcome) => metrics.descriptor(domain, key, outcome),
   });
+  let redisKnown = false;
   const redisState = (up: boolean) => {
+    if (redisKnown && metrics.redisUp === (up ? 1 : 0)) return;
+    if (redisKnown || !up) {
+      log(up ? 'sluice serve: Redis answers again' : 'sluice serve: Redis is unreachable');
+    }
+    redisKnown = true;
     metrics.redisUp = up ? 1 : 0;
     changed();
   };

@@ -88,6 +88,7 @@ describe('sluice serve: outage and shutdown', () => {
       await sleep(100);
     }
     assert.equal(answer, 'OK', 'recovered');
+    await server.waitFor(/Redis is unreachable[\s\S]*Redis answers again/);
   });
 
   it('SIGTERM: health watchers see NOT_SERVING, the calls in flight finish, then it exits 0', async () => {
