@@ -106,7 +106,8 @@ export class Decider {
     const pending: Promise<void>[] = [];
     planned.forEach((p, i) => {
       if (p.kind !== 'limited') return;
-      const scope: Scope = { tenant: domain, route: p.counted.join('.') };
+      // Structure-safe: ["a_b.c"] and ["a_b", "c"] are two scopes.
+      const scope: Scope = { tenant: domain, route: JSON.stringify(p.counted) };
       if (p.hits === 0) {
         pending.push(
           limiter.peek(scope, p.policy).then((d) => {

@@ -52,6 +52,9 @@ descriptors:
     rate_limit: { unit: minute, requests_per_unit: 5, replaces: [{ name: old-limit }] }
   - key: a
     rate_limit: { unit: minute, requests_per_unit: 1 }
+    descriptors:
+      - key: c
+        rate_limit: { unit: minute, requests_per_unit: 1 }
   - key: b
     rate_limit: { unit: minute, requests_per_unit: 5 }
   - key: tb
@@ -125,6 +128,12 @@ describe('sluice serve over gRPC', () => {
       const other = await sluice.should(request('elsewhere', ['k=exact']));
       assert.equal(other.overall_code, 'OK');
       assert.equal(other.statuses[0]?.current_limit, null);
+    });
+
+    it('descriptors are counted apart structurally: [a="x.c"] is not [a=x, c]', async () => {
+      const v = fresh();
+      assert.equal((await sluice.should(request('shop', [`a=${v}.c`]))).overall_code, 'OK');
+      assert.equal((await sluice.should(request('shop', [`a=${v}`, 'c']))).overall_code, 'OK');
     });
 
     it('algorithm: token-bucket (sluice extension)', async () => {
