@@ -72,7 +72,7 @@ export async function startServe(
     text += chunk;
     for (const w of waiters) w();
   });
-  const waitFor = (pattern: RegExp, ms = 10_000) =>
+  const waitFor = (pattern: RegExp, ms = 30_000) =>
     new Promise<void>((resolve, reject) => {
       const check = () => {
         if (pattern.test(text)) {
