@@ -10,6 +10,8 @@
  *                                        deletes exactly that scope's state, once confirmed
  *   sluice stats [--namespace N]         live keys per namespace and algorithm, memory, eviction
  *   sluice check-config FILE             validates a policy file, every problem with its path
+ *   sluice serve [--config DIR|FILE] [--grpc-port N] [--http-port N] [--compat reference] [...]
+ *                                        Envoy's global rate limit service (src/serve/, docs/serve.md)
  *   sluice help [command], --help, --version
  *
  * Exit status: 0 ok; 1 a check failed or the input is invalid; 2 a usage or setup error
@@ -23,6 +25,7 @@ import { CliError, DEFAULT_URL, EXIT, readJsonText } from './exit.js';
 import type { InspectOptions } from './inspect.js';
 import { escapeControls, print, printError, printJson } from './output.js';
 import type { ResetOptions } from './reset.js';
+import type { ServeOptions } from './serve.js';
 import type { StatsOptions } from './stats.js';
 
 // Each command's module (and the Redis client under it) is loaded when the command runs:
@@ -120,6 +123,23 @@ summary of its routes, named policies, plans and tenants. Invalid: exit 1 and ev
 each with its path in the file (routes["POST/orders"].policy[1].limit, tenants.acme.plan).
 ${EXIT_STATUS}`;
 
+const SERVE_HELP = `
+Serves Envoy's global rate limit service (envoy.service.ratelimit.v3.RateLimitService) over
+gRPC, decided by sluice on Redis: a drop-in for envoyproxy/ratelimit that reads its YAML
+configuration (every file of --config, else RUNTIME_ROOT/RUNTIME_SUBDIRECTORY/
+RUNTIME_APPDIRECTORY) and its environment (SHADOW_MODE, LIMIT_RESPONSE_HEADERS_ENABLED,
+MERGE_DOMAIN_CONFIG, CACHE_KEY_PREFIX, …), reloading the files when they change. HTTP:
+GET /healthcheck, POST /json, GET /metrics. Runs until SIGTERM/SIGINT, then stops accepting
+calls, finishes those in flight and closes Redis. See docs/serve.md.
+
+Redis: --redis-url, else REDIS_URL (host:port or a redis:// URL; CLUSTER: nodes separated by
+commas; SENTINEL: name,host:port,…), else 127.0.0.1:6379; --redis-type, else REDIS_TYPE
+(SINGLE, CLUSTER, SENTINEL), else SINGLE. Ports: --grpc-port, else GRPC_PORT, else 8081;
+--http-port, else PORT, else 8080.
+
+Exit status: 0 after a graceful shutdown; 2 on a usage or setup error (Redis unreachable, a
+port in use, a missing peer dependency).`;
+
 function version(): string {
   const manifest = new URL('../../package.json', import.meta.url);
   return (JSON.parse(readFileSync(manifest, 'utf8')) as { version: string }).version;
@@ -190,7 +210,9 @@ function program(argv: readonly string[], result: Result): Command {
   const run = runner(result);
   const sluice = new Command('sluice')
     .usage('<command> [options]')
-    .description('Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark.')
+    .description(
+      'Distributed rate limiting on Redis: the demo, operators’ tools, the benchmark, the Envoy rate limit service.',
+    )
     .version(version(), '-v, --version', 'print the version')
     .helpOption('-h, --help', 'show this text (after a command: that command’s usage)')
     .helpCommand('help [command]', 'show this text, or a command’s')
@@ -200,7 +222,7 @@ function program(argv: readonly string[], result: Result): Command {
     .addHelpText(
       'after',
       `
-Every command takes --help; all but bench take --json (one JSON object on stdout, also
+Every command takes --help; all but bench and serve take --json (one JSON object on stdout, also
 on failure); inspect, reset and stats take --url (else REDIS_URL, else
 ${DEFAULT_URL}).
 ${EXIT_STATUS}`,
@@ -211,6 +233,7 @@ ${EXIT_STATUS}`,
   addReset(sluice, run);
   addStats(sluice, run);
   addCheckConfig(sluice, run);
+  addServe(sluice, run);
   return sluice;
 }
 
@@ -321,6 +344,50 @@ function addCheckConfig(sluice: Command, run: Runner): void {
         (await import('./check-config.js')).checkConfig(file, await readJsonText(file), options),
       ),
     );
+}
+
+function port(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n > 65_535) throw new InvalidArgumentError('a port from 0 to 65535');
+  return n;
+}
+
+function addServe(sluice: Command, run: Runner): void {
+  sluice
+    .command('serve')
+    .description('Envoy’s global rate limit service (gRPC), a drop-in for envoyproxy/ratelimit')
+    .option(
+      '--config <path>',
+      'the rule files: a directory or one file (YAML of envoyproxy/ratelimit)',
+    )
+    .addOption(
+      new Option('--grpc-port <n>', 'gRPC port (default: GRPC_PORT, else 8081)').argParser(port),
+    )
+    .addOption(
+      new Option('--http-port <n>', 'HTTP port (default: PORT, else 8080)').argParser(port),
+    )
+    .option('--host <address>', 'address to listen on (default: GRPC_HOST, else 0.0.0.0)')
+    .option('--redis-url <url>', 'Redis (default: REDIS_URL, else 127.0.0.1:6379)')
+    .option('--redis-type <type>', 'SINGLE, CLUSTER or SENTINEL (default: REDIS_TYPE, else SINGLE)')
+    .addOption(
+      new Option(
+        '--compat <counting>',
+        'reference: count as envoyproxy/ratelimit (default: SLUICE_COMPAT, else sluice)',
+      ).choices(['sluice', 'reference']),
+    )
+    .addOption(
+      new Option('--timeout-ms <ms>', 'deadline of one decision (default 100)').argParser(
+        integer(60_000),
+      ),
+    )
+    .addOption(
+      new Option('--max-in-flight <n>', 'calls decided at once (default 1000)').argParser(
+        integer(1_000_000),
+      ),
+    )
+    .option('--namespace <name>', 'the limiter’s namespace (default "serve")')
+    .addHelpText('after', SERVE_HELP)
+    .action(run(async (o: ServeOptions) => (await import('./serve.js')).serve(o)));
 }
 
 async function main(argv: string[]): Promise<number> {

@@ -949,7 +949,7 @@ describe('sluice: usage, setup, help', () => {
   });
 
   it('--help on every command, help <command>, the exit statuses in sluice --help', async () => {
-    const commands = ['demo', 'bench', 'inspect', 'reset', 'stats', 'check-config'];
+    const commands = ['demo', 'bench', 'inspect', 'reset', 'stats', 'check-config', 'serve'];
     const runs = await Promise.all([
       sluice(['--help']),
       ...commands.map((c) => sluice([c, '--help'])),

@@ -47,6 +47,7 @@ const SUBPATHS = [
   './valkey-glide',
   './metrics',
   './store',
+  './serve',
 ];
 /**
  * Entry points that need an optional peer (redis, prom-client, @opentelemetry/api,
@@ -72,6 +73,9 @@ const FRAMEWORKS = [
   '@nestjs/common',
   '@nestjs/core',
   '@nestjs/throttler',
+  '@grpc/grpc-js',
+  '@grpc/proto-loader',
+  'yaml',
 ];
 
 const exec = promisify(execFile);
@@ -202,7 +206,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     for (const path of packed) {
       assert.match(
         path,
-        /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+\.(js|js\.map|d\.ts|lua|json))$/,
+        /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+\.(js|js\.map|d\.ts|lua|json)|dist\/serve\/proto\/.+\.proto)$/,
       );
     }
     for (const needed of [
@@ -212,6 +216,8 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       'dist/demo/replica.js',
       'dist/demo/demo-policies.json',
       'dist/algorithms/fixed-window.lua',
+      'dist/serve/reference-count.lua',
+      'dist/serve/proto/envoy/service/ratelimit/v3/rls.proto',
     ]) {
       assert.ok(packed.includes(needed), `${needed} is not in the tarball`);
     }
@@ -260,6 +266,9 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       '@valkey/valkey-glide',
       '@nestjs/common',
       '@nestjs/core',
+      '@grpc/grpc-js',
+      '@grpc/proto-loader',
+      'yaml',
     ]) {
       assert.ok(installed.peerDependencies[name], name);
       assert.equal(installed.peerDependenciesMeta[name]?.optional, true, name);
@@ -322,7 +331,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       import { createRequire } from 'node:module';
       for (const entry of ${JSON.stringify(entries)}) await import(entry);
       const cache = Object.keys(createRequire(import.meta.url).cache);
-      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|koa|@koa|redis|@redis|ioredis|iovalkey|@valkey|@nestjs)[\\\\/]/.test(f))));`;
+      console.log(JSON.stringify(cache.filter((f) => /[\\\\/]node_modules[\\\\/](express|fastify|hono|koa|@koa|redis|@redis|ioredis|iovalkey|@valkey|@nestjs|@grpc|yaml)[\\\\/]/.test(f))));`;
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], root);
     assert.deepEqual(JSON.parse(stdout), []);
   });
@@ -410,6 +419,12 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
       "import('sluice/node-redis').then(() => console.log('loaded'), (e) => console.log(e.code, e.message))";
     const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], app);
     assert.match(stdout, /^ERR_MODULE_NOT_FOUND .*'redis'/);
+  });
+
+  it('sluice/serve loads without its peers; createRateLimitService names the one to install', async () => {
+    const script = `import('sluice/serve').then((m) => m.createRateLimitService({ client: { sendCommand: async () => null } })).then(() => console.log('started'), (e) => console.log(e.name, e.message))`;
+    const { stdout } = await run(process.execPath, ['--input-type=module', '-e', script], app);
+    assert.match(stdout, /^MissingPeerError sluice serve needs the package @grpc\/grpc-js/);
   });
 
   it('sluice/nestjs needs the optional peers @nestjs/common and @nestjs/core: without them the import names one', async () => {

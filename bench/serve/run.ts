@@ -1,0 +1,119 @@
+/**
+ * `sluice serve` under load: a private redis-server, one `sluice serve` process (the built
+ * CLI), and the gRPC load generator (`load.ts`) in a process of its own, at 1, 16 and 256
+ * concurrent calls with 1 and 3 descriptors per request. For each run: decisions per second,
+ * p50/p99, and the server process's CPU per decision (from /proc), against the library's own
+ * `take` in process (CPU per decision of a RateLimiter on the same Redis).
+ *
+ *   npm run build && node --import tsx bench/serve/run.ts [--duration 3000]
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { startRedisServer } from '../../src/demo/redis-server.js';
+import { fixedWindow, RateLimiter } from '../../src/index.js';
+import { connectRedis } from '../../src/redis/node-redis/connect.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const durationAt = process.argv.indexOf('--duration');
+const DURATION_MS = durationAt > 0 ? Number(process.argv[durationAt + 1]) : 3000;
+const TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
+
+const RULES = `
+domain: bench
+descriptors:
+  - key: user
+    rate_limit: { unit: hour, requests_per_unit: 1000000000 }
+  - key: route
+    value: POST/orders
+    descriptors:
+      - key: user
+        rate_limit: { unit: minute, requests_per_unit: 1000000000 }
+  - key: tenant
+    rate_limit: { unit: second, requests_per_unit: 1000000000 }
+`;
+
+/** User + system CPU of a process so far, in µs (Linux /proc). */
+function cpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / TICKS;
+}
+
+const redis = await startRedisServer();
+const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-bench-'));
+writeFileSync(join(dir, 'bench.yaml'), RULES);
+const server = spawn(
+  process.execPath,
+  [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', dir, '--redis-url', redis.url].concat([
+    '--host',
+    '127.0.0.1',
+    '--grpc-port',
+    '0',
+    '--http-port',
+    '0',
+    '--max-in-flight',
+    '5000',
+  ]),
+  { stdio: ['ignore', 'ignore', 'pipe'] },
+);
+const port = await new Promise<number>((resolve, reject) => {
+  let text = '';
+  server.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    text += chunk;
+    const m = /gRPC on port (\d+)/.exec(text);
+    if (m) resolve(Number(m[1]));
+  });
+  server.once('exit', () => reject(new Error(text)));
+});
+
+const rows: string[] = [];
+try {
+  for (const descriptors of [1, 3]) {
+    for (const concurrency of [1, 16, 256]) {
+      const before = cpuUs(server.pid as number);
+      const load = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', join(ROOT, 'bench/serve/load.ts')].concat(
+          [port, concurrency, descriptors, DURATION_MS].map(String),
+        ),
+        { encoding: 'utf8', cwd: ROOT },
+      );
+      const cpu = cpuUs(server.pid as number) - before;
+      const r = JSON.parse(load.stdout.trim().split('\n').pop() as string);
+      rows.push(
+        `| ${descriptors} | ${concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / Math.max(1, r.calls))} | ${r.errors} |`,
+      );
+      console.log(rows.at(-1));
+    }
+  }
+  // The library's own take, in process, 16 callers: CPU per decision.
+  const client = await connectRedis({ url: redis.url });
+  const limiter = new RateLimiter({ client, maxInFlight: 5000 });
+  const policy = fixedWindow({ limit: 1_000_000_000, windowMs: 3_600_000 });
+  await limiter.ready();
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  let takes = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (performance.now() - t0 < DURATION_MS) {
+        await limiter.take({ tenant: `u${Math.floor(Math.random() * 10_000)}` }, policy);
+        takes++;
+      }
+    }),
+  );
+  const used = process.cpuUsage(cpu0);
+  const seconds = (performance.now() - t0) / 1000;
+  const line = `library take (in process, 16 callers): ${Math.round(takes / seconds).toLocaleString('en-US')}/s, ${Math.round((used.user + used.system) / takes)} µs CPU per decision`;
+  rows.push(line);
+  console.log(line);
+  await client.close();
+} finally {
+  server.kill('SIGTERM');
+  await new Promise((resolve) => server.once('exit', resolve));
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}

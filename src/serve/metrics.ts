@@ -1,0 +1,109 @@
+/**
+ * The service's metrics, in the Prometheus text format (`GET /metrics`), with no client
+ * library: counters keyed by their labels, one gauge per state, one latency histogram.
+ * Label values are bounded by the configuration (a rule's key), except under a rule's
+ * `detailed_metric`, which puts each runtime value in its key, as the reference does.
+ */
+import type { DescriptorOutcome } from './decide.js';
+
+const BUCKETS_MS = [0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000];
+
+/** `GET /metrics`'s families; see docs/serve.md. */
+export class ServeMetrics {
+  readonly #requests = new Map<string, number>();
+  readonly #descriptors = new Map<string, number>();
+  readonly #reloads = new Map<string, number>();
+  readonly #buckets = BUCKETS_MS.map(() => 0);
+  #count = 0;
+  #sumMs = 0;
+  /** Calls being decided now. */
+  inFlight = 0;
+  /** 1 while Redis answers, else 0. */
+  redisUp = 0;
+  /** 1 once a configuration is loaded, else 0. */
+  configLoaded = 0;
+  /** 1 while the files on disk do not load (the last good configuration serving), else 0. */
+  configError = 0;
+
+  /** One call answered: `ok`, `over_limit`, or the gRPC error it got. */
+  request(result: string, ms: number): void {
+    add(this.#requests, `result="${result}"`);
+    this.#count++;
+    this.#sumMs += ms;
+    for (let i = 0; i < BUCKETS_MS.length; i++) {
+      if (ms <= (BUCKETS_MS[i] as number)) this.#buckets[i] = (this.#buckets[i] as number) + 1;
+    }
+  }
+
+  descriptor(domain: string, key: string, outcome: DescriptorOutcome): void {
+    add(this.#descriptors, `domain="${esc(domain)}",key="${esc(key)}",outcome="${outcome}"`);
+  }
+
+  reload(ok: boolean): void {
+    add(this.#reloads, `result="${ok ? 'ok' : 'error'}"`);
+  }
+
+  /** The text format. */
+  text(): string {
+    const lines: string[] = [];
+    const family = (name: string, type: string, help: string, rows: Map<string, number>) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of rows) lines.push(`${name}{${labels}} ${value}`);
+    };
+    const gauge = (name: string, help: string, value: number) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
+    };
+    family(
+      'sluice_serve_requests_total',
+      'counter',
+      'ShouldRateLimit calls by result.',
+      this.#requests,
+    );
+    family(
+      'sluice_serve_descriptors_total',
+      'counter',
+      'Descriptors decided, by domain, rule key and outcome.',
+      this.#descriptors,
+    );
+    family(
+      'sluice_serve_config_reloads_total',
+      'counter',
+      'Configuration loads by result.',
+      this.#reloads,
+    );
+    gauge(
+      'sluice_serve_config_loaded',
+      '1 once a valid configuration is serving.',
+      this.configLoaded,
+    );
+    gauge(
+      'sluice_serve_config_error',
+      '1 while the files on disk do not load (the last good configuration serving).',
+      this.configError,
+    );
+    gauge('sluice_serve_redis_up', '1 while Redis answers.', this.redisUp);
+    gauge('sluice_serve_in_flight', 'Calls being decided now.', this.inFlight);
+    lines.push(
+      '# HELP sluice_serve_request_duration_ms ShouldRateLimit latency in ms, as the service saw it.',
+      '# TYPE sluice_serve_request_duration_ms histogram',
+    );
+    BUCKETS_MS.forEach((le, i) => {
+      lines.push(`sluice_serve_request_duration_ms_bucket{le="${le}"} ${this.#buckets[i]}`);
+    });
+    lines.push(
+      `sluice_serve_request_duration_ms_bucket{le="+Inf"} ${this.#count}`,
+      `sluice_serve_request_duration_ms_sum ${this.#sumMs}`,
+      `sluice_serve_request_duration_ms_count ${this.#count}`,
+    );
+    return `${lines.join('\n')}\n`;
+  }
+}
+
+function add(map: Map<string, number>, key: string): void {
+  map.set(key, (map.get(key) ?? 0) + 1);
+}
+
+/** A label value escaped as the text format wants it. */
+function esc(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
