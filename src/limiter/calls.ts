@@ -31,7 +31,7 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
   meta: CallMeta | undefined = undefined;
   /** Waiting for the store's first connection, not sent yet (see `start-gate.ts`). */
   held = false;
-  abstract readonly op: 't' | 'p' | 'r';
+  abstract readonly op: 't' | 'p' | 'r' | 'i';
   abstract readonly size: number;
   abstract readonly work: number;
   abstract readonly script: LuaScript | undefined;
@@ -58,13 +58,13 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
 
 /** One take or peek in flight. */
 export class Call extends InFlight {
-  readonly size = 1;
+  readonly size: number = 1;
   /** A lone take goes as its algorithm's own script; a peek always as a batch (dry). */
   readonly script: LuaScript | undefined;
 
   constructor(
     settler: Settler,
-    readonly op: 't' | 'p',
+    readonly op: 't' | 'p' | 'i',
     readonly target: Target,
     readonly resolve: (decision: Decision) => void,
     reject: (error: Error) => void,
@@ -100,7 +100,7 @@ export class Call extends InFlight {
 
 /** One `takeAll` in flight. */
 export class GroupCall extends InFlight {
-  readonly op = 't' as const;
+  readonly op: 't' | 'i' = 't';
   readonly script = undefined;
   readonly key = '';
   readonly args = NO_ARGS;

@@ -17,7 +17,7 @@
  * scope once, and creates no timer.
  */
 import { performance } from 'node:perf_hooks';
-import { OverloadError, UnavailableError } from '../errors.js';
+import { InvalidInputError, OverloadError, UnavailableError } from '../errors.js';
 import { resetEpochKey } from '../key.js';
 import { observerFailed } from '../observer.js';
 import { checkServer } from '../redis/server-checks.js';
@@ -38,6 +38,7 @@ import { type CallMeta, DecisionReporter } from './events.js';
 import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
+import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
 import { StartGate } from './start-gate.js';
 import { type LimiterStats, newStats } from './stats.js';
 import {
@@ -208,13 +209,16 @@ export class RateLimiter {
   takeAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<TakeAllResult> {
     let targets: Target[];
     let requestId: string | undefined;
+    let id: string | undefined;
     try {
       targets = this.#targets.all(items);
       requestId = readTakeAllOptions(options);
+      id = readTakeId(options, 'options');
     } catch (error) {
       return this.#invalid('takeAll', undefined, options, error);
     }
-    const cached = this.#heldAll(targets);
+    // A retry-safe call is never answered from the cache (see retry-safe.ts).
+    const cached = id === undefined ? this.#heldAll(targets) : undefined;
     if (cached !== undefined) {
       this.#stats.limited++;
       this.#stats.cachedDenials++;
@@ -230,8 +234,12 @@ export class RateLimiter {
       this.#reporter === undefined
         ? undefined
         : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
+    const record = id === undefined ? undefined : recordItem(targets, id);
     return this.#send(
-      (resolve, reject) => new GroupCall(this.#outcomes, targets, resolve, reject),
+      (resolve, reject) =>
+        record === undefined
+          ? new GroupCall(this.#outcomes, targets, resolve, reject)
+          : new IdGroupCall(this.#outcomes, targets, record, resolve, reject),
       meta,
     );
   }
@@ -279,12 +287,27 @@ export class RateLimiter {
   #decide(op: 't' | 'p', scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
     let target: Target;
     let requestId: string | undefined;
+    let id: string | undefined;
     try {
       target = this.#targets.one(scope, policy, options, 'scope', 'policy', 'options');
       requestId = readRequestId(options, 'options');
+      id = readTakeId(options, 'options');
+      if (id !== undefined && op === 'p') {
+        throw new InvalidInputError('options.id', 'no id on a peek (it consumes nothing)', id);
+      }
     } catch (error) {
       // Peeks decide nothing: only takes are reported.
       return this.#invalid(op === 't' ? 'take' : undefined, policy, options, error);
+    }
+    if (id !== undefined) {
+      // Retry-safe: never answered from the cache (see retry-safe.ts).
+      const record = recordItem([target], id);
+      return this.#send(
+        (resolve, reject) => new IdCall(this.#outcomes, target, record, resolve, reject),
+        this.#reporter === undefined
+          ? undefined
+          : { targets: [target], operation: 'take', requestId, startedAt: performance.now() },
+      );
     }
     const held = this.#denials.held(target.localKey, policy, target.cost);
     if (held !== undefined) {

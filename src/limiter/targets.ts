@@ -29,9 +29,9 @@ const LOCAL_KEY_MAX_TEXT = 256;
 
 /** The keys of a scope, of a take's options and of a takeAll's items and options. */
 const SCOPE_KEYS: readonly string[] = ['tenant', 'route', 'user'];
-const TAKE_OPTION_KEYS: readonly string[] = ['cost', 'requestId'];
+const TAKE_OPTION_KEYS: readonly string[] = ['cost', 'requestId', 'id'];
 const ITEM_KEYS: readonly string[] = ['scope', 'policy', 'cost'];
-const TAKE_ALL_OPTION_KEYS: readonly string[] = ['requestId'];
+const TAKE_ALL_OPTION_KEYS: readonly string[] = ['requestId', 'id'];
 
 /** One validated scope under one policy: what a call sends and caches. */
 export class Target implements WireItem {
