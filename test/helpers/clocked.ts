@@ -10,7 +10,8 @@
  * Real TTLs could not follow a virtual clock. A script without a
  * `now` block (the fixed window, whose time is its key's TTL) gets the same prelude at its
  * top. The batch script is rebuilt from the clocked variants of every algorithm (its reset
- * deletes the virtual expiry too, and reports a virtually expired key as absent). Production
+ * deletes the virtual expiry too, and reports a virtually expired key as absent; the record of
+ * a take with an id is read and written with a virtual expiry too). Production
  * scripts keep reading `TIME`; nothing here is reachable from the library.
  */
 
@@ -129,6 +130,16 @@ export function clockedBatch(): LuaScript {
     '  if expired then return 0 end',
     '  return n',
     'end',
+    // A take with an id: its record read and written on the test clock.
+    'local function vget(k)',
+    "  local at = redis.call('GET', k .. ':vexp')",
+    `  if at and ${VNOW_MS} > tonumber(at) then redis.call('DEL', k, k .. ':vexp') end`,
+    "  return redis.call('GET', k)",
+    'end',
+    'local function vsetpx(k, v, ttl)',
+    "  redis.call('SET', k, v)",
+    `  redis.call('SET', k .. ':vexp', string.format('%d', ${VNOW_MS} + tonumber(ttl)))`,
+    'end',
     '',
     'local out = {}',
   ].join('\n');
@@ -137,6 +148,12 @@ export function clockedBatch(): LuaScript {
     source,
     "pcall(redis.call, 'UNLINK', KEYS[first])",
     'pcall(vdel, KEYS[first])',
+  );
+  source = replaceOnce(source, "pcall(redis.call, 'GET', key)", 'pcall(vget, key)');
+  source = replaceOnce(
+    source,
+    "pcall(redis.call, 'SET', record, table.concat(text, ','), 'PX', ttl)",
+    "pcall(vsetpx, record, table.concat(text, ','), ttl)",
   );
   return scriptFromSource(built.name, source, built.keyCount);
 }

@@ -33,6 +33,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
+import { digest, tenantTag } from '../../src/key.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
 import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -54,11 +55,15 @@ interface Item extends Target {
 /** Foreign state for a key, in terms of the case's algorithm (see `Case.foreign`). */
 type Spec = unknown;
 
+/** A take's idempotency key (few of them, so that they repeat), or null for none. */
+type Id = string | null;
+
 type Op =
-  | ({ kind: 'take' } & Item)
+  | ({ kind: 'take'; id?: Id } & Item)
   | ({ kind: 'peek' } & Item)
-  | { kind: 'takeAll'; items: Item[] }
+  | { kind: 'takeAll'; items: Item[]; id?: Id }
   | ({ kind: 'reset' } & Target)
+  | { kind: 'retry' }
   | { kind: 'advance'; us: number }
   | ({ kind: 'seed'; state: Spec; ttl: number | null } & Target);
 
@@ -366,6 +371,7 @@ const cases: Case[] = [
 // --- Operations ---------------------------------------------------------------------------
 
 const target = { scope: fc.nat(2), policy: fc.nat(1) };
+const takeId = fc.option(fc.constantFrom('a', 'b', 'c'), { freq: 2 });
 const cost = (maxCost: number) =>
   fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: maxCost }));
 
@@ -387,6 +393,7 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
           kind: fc.constant('take' as const),
           ...target,
           cost: cost(maxCost),
+          id: takeId,
         }),
       },
       {
@@ -406,9 +413,12 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
             maxLength: 3,
             selector: (item) => item.scope * 2 + item.policy,
           }),
+          id: takeId,
         }),
       },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), ...target }) },
+      // The last take or takeAll with an id, sent again (a retry after a lost reply).
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant('retry' as const) }) },
       {
         weight: 4,
         arbitrary: fc.record({
@@ -431,7 +441,14 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
 
 // --- Comparison ---------------------------------------------------------------------------
 
-const shape = (d: Decision) => [d.allowed, d.remaining, d.limit, d.resetMs, d.retryAfterMs];
+const shape = (d: Decision) => [
+  d.allowed,
+  d.remaining,
+  d.limit,
+  d.resetMs,
+  d.retryAfterMs,
+  d.replayed,
+];
 
 type Outcome = { ok: unknown } | { error: string };
 
@@ -448,6 +465,7 @@ async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
           decisions: result.decisions.map(shape),
           retryAfterMs: result.retryAfterMs,
           cached: result.cached,
+          replayed: result.replayed,
         },
       };
     }
@@ -515,7 +533,7 @@ async function virtualTtls(client: Client, keys: readonly string[]) {
 
 describe('model: Redis script ≡ in-memory twin under a controlled clock', () => {
   for (const c of cases) {
-    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, resets, foreign state) give identical decisions`, async () => {
+    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, with and without ids, resets, foreign state) give identical decisions`, async () => {
       const client = await redis.client();
       const admin = await redis.admin();
       await fc.assert(
@@ -561,10 +579,20 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
               keys,
               targets.map((t) => inMemory.keyOf(at(t).scope, at(t).policy)),
             );
+            /** The records of the ids taken (see `limiter/retry-safe.ts`). */
+            const records = new Set<string>();
+            const recordKey = (id: string, keys: readonly string[]) =>
+              `rate:${tenantTag(tenant)}:id:${digest([id, ...keys])}`;
+            const longest = Math.max(...policies.map((p) => p.horizonMs));
             /** Keys holding foreign state with no TTL or one beyond the horizon, untouched since. */
             const exempt = new Set<string>();
 
-            for (const op of [...seeds, ...sequence] as Op[]) {
+            let lastWithId: Exclude<Op, { kind: 'retry' }> | undefined;
+            for (const next of [...seeds, ...sequence] as Op[]) {
+              if (next.kind === 'retry' && lastWithId === undefined) continue;
+              const op =
+                next.kind === 'retry' ? (lastWithId as Exclude<Op, { kind: 'retry' }>) : next;
+              if ((op.kind === 'take' || op.kind === 'takeAll') && op.id) lastWithId = op;
               const context = () => JSON.stringify({ op, nowUs });
               if (op.kind === 'advance') {
                 nowUs += op.us;
@@ -599,9 +627,12 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                 let b: Outcome;
                 if (op.kind === 'takeAll') {
                   const items = op.items.map((item) => ({ ...at(item), cost: item.cost }));
-                  a = await outcome(() => onRedis.takeAll(items));
-                  b = await outcome(() => inMemory.takeAll(items));
-                  if ('ok' in a && (a.ok as { allowed: boolean }).allowed) wrote = op.items;
+                  const options = op.id ? { id: op.id } : undefined;
+                  if (op.id) records.add(recordKey(op.id, op.items.map(keyOf)));
+                  a = await outcome(() => onRedis.takeAll(items, options));
+                  b = await outcome(() => inMemory.takeAll(items, options));
+                  const ok = 'ok' in a ? (a.ok as { allowed: boolean; replayed?: boolean }) : null;
+                  if (ok?.allowed && ok.replayed !== true) wrote = op.items;
                 } else if (op.kind === 'reset') {
                   const t = at(op);
                   a = await outcome(() => onRedis.reset(t.scope, t.policy));
@@ -611,14 +642,31 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                   const t = at(op);
                   const limiter = (l: RateLimiter) =>
                     op.kind === 'take'
-                      ? l.take(t.scope, t.policy, { cost: op.cost })
+                      ? l.take(
+                          t.scope,
+                          t.policy,
+                          op.id ? { cost: op.cost, id: op.id } : { cost: op.cost },
+                        )
                       : l.peek(t.scope, t.policy, { cost: op.cost });
                   a = await outcome(() => limiter(onRedis));
                   b = await outcome(() => limiter(inMemory));
                   if (op.kind === 'take' && 'ok' in a) wrote = [op];
+                  if (op.kind === 'take' && op.id) records.add(recordKey(op.id, [keyOf(op)]));
                 }
                 assert.deepEqual(a, b, context());
                 for (const t of wrote) exempt.delete(keyOf(t));
+              }
+
+              // An id's record lives no longer than the longest horizon of its policies.
+              for (const [i, record] of (await virtualTtls(admin, [...records])).entries()) {
+                if (!record.exists) continue;
+                const detail = () => `record ${[...records][i]}: ${context()}`;
+                assert.ok(record.vexp !== null, `a record without a TTL: ${detail()}`);
+                if (record.vexp < ms(nowUs)) continue;
+                assert.ok(
+                  record.vexp - ms(highUs) <= longest,
+                  `TTL beyond ${longest} ms: ${detail()}`,
+                );
               }
 
               // No state outlives one horizon (a peek writes nothing).
