@@ -56,6 +56,12 @@ export {
   UnavailableError,
 } from './errors.js';
 export type { RateLimiterOptions } from './limiter/options.js';
+export {
+  type PricedOptions,
+  Reservation,
+  type ReserveOptions,
+  type Settlement,
+} from './limiter/priced.js';
 export { RateLimiter } from './limiter/rate-limiter.js';
 export type { LimiterStats } from './limiter/stats.js';
 export type { AcceptedClient } from './redis/select.js';

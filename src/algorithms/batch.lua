@@ -22,6 +22,7 @@
 --      the record holds the request's slots, they are replayed as recorded and nothing is
 --      taken; else the take is decided and its slots recorded, in this same call. The
 --      record's own reply: { 1 when replayed else 0, 0, 0, 0 }.
+--   k, s, f, g  reserve, settle, refund, charge (see settle/priced.lua, inserted below).
 --
 -- KEYS     every item's key, in order
 -- ARGV     for each request: op, n (its item count), then for each item: algorithm id (0 for
@@ -74,6 +75,8 @@ local function recorded(key, n)
   return slots
 end
 
+--[[PRICED]]--
+
 local a = 1 -- ARGV cursor
 local k = 0 -- KEYS cursor
 local argc = #ARGV
@@ -95,7 +98,9 @@ while a <= argc do
   end
   local start = o
 
-  if replay then
+  if PRICED[op] then
+    a = priced(op, n, first, a)
+  elseif replay then
     for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end
     if replay.err then
       failed(n, replay)

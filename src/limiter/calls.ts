@@ -16,9 +16,16 @@ export interface Settler {
   answered(call: Call, reply: readonly unknown[], offset: number, sentAt: number): void;
   groupAnswered(call: GroupCall, reply: readonly unknown[], offset: number, sentAt: number): void;
   deleted(call: ResetCall, existed: boolean): void;
+  /** A reserve, settle, refund or charge answered (see `priced.ts`): `finish` decodes it. */
+  pricedAnswered(call: PricedAnswer, reply: readonly unknown[], offset: number): void;
   /** `counted`: the in-flight count was already decremented for this answer. */
   failed(call: InFlight, error: unknown, counted?: boolean): void;
   expired(call: InFlight): void;
+}
+
+/** A priced call as its settler sees it. */
+export interface PricedAnswer extends InFlight {
+  finish(reply: readonly unknown[], offset: number): void;
 }
 
 const NO_ARGS: readonly string[] = Object.freeze([]);
@@ -31,7 +38,7 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
   meta: CallMeta | undefined = undefined;
   /** Waiting for the store's first connection, not sent yet (see `start-gate.ts`). */
   held = false;
-  abstract readonly op: 't' | 'p' | 'r' | 'i';
+  abstract readonly op: 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g';
   abstract readonly size: number;
   abstract readonly work: number;
   abstract readonly script: LuaScript | undefined;

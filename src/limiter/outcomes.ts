@@ -9,7 +9,7 @@
 import { decodeDecision, REPLY_SLOTS } from '../algorithms/batch-wire.js';
 import { RedisConfigError, StoreError, TimeoutError, UnavailableError } from '../errors.js';
 import type { Decision } from '../types.js';
-import type { Call, GroupCall, InFlight, ResetCall, Settler } from './calls.js';
+import type { Call, GroupCall, InFlight, PricedAnswer, ResetCall, Settler } from './calls.js';
 import type { DeadlineQueue } from './deadline.js';
 import type { DecisionReporter } from './events.js';
 import type { LocalDenials } from './local-denials.js';
@@ -91,6 +91,12 @@ export class Outcomes implements Settler {
       },
       (error: unknown) => this.failed(call, error),
     );
+  }
+
+  pricedAnswered(call: PricedAnswer, reply: readonly unknown[], offset: number): void {
+    this.stats.inFlight--;
+    if (!this.deadlines.settle(call)) return;
+    call.finish(reply, offset);
   }
 
   failed(call: InFlight, error: unknown, counted = false): void {

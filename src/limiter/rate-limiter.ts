@@ -38,6 +38,8 @@ import { type CallMeta, DecisionReporter } from './events.js';
 import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
+import type { PricedOptions, Reservation, ReserveOptions, Settlement } from './priced.js';
+import { PricedOps } from './priced-ops.js';
 import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
 import { StartGate } from './start-gate.js';
 import { type LimiterStats, newStats } from './stats.js';
@@ -65,6 +67,8 @@ export class RateLimiter {
   readonly #checks: () => Promise<void>;
   /** The start-up checks, once they ran (or while they run); undefined after a failure. */
   #checked: Promise<void> | undefined;
+  /** Reserve, settle, cancel, refund and charge (see `priced.ts`). */
+  readonly #priced: PricedOps;
 
   /**
    * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option or an
@@ -114,12 +118,26 @@ export class RateLimiter {
         observerFailed('metrics.attach', error);
       }
     }
+    this.#priced = new PricedOps({
+      targets: this.#targets,
+      settler: this.#outcomes,
+      send: (make) => this.#send(make, undefined),
+      invalid: (error) => {
+        this.#stats.invalid++;
+        return Promise.reject(error);
+      },
+    });
     // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);
     this.takeAll = this.takeAll.bind(this);
     this.peek = this.peek.bind(this);
     this.ready = this.ready.bind(this);
     this.reset = this.reset.bind(this);
+    this.reserve = this.reserve.bind(this);
+    this.settle = this.settle.bind(this);
+    this.cancel = this.cancel.bind(this);
+    this.refund = this.refund.bind(this);
+    this.charge = this.charge.bind(this);
   }
 
   /**
@@ -242,6 +260,69 @@ export class RateLimiter {
           : new IdGroupCall(this.#outcomes, targets, record, resolve, reject),
       meta,
     );
+  }
+
+  /**
+   * Reserves `cost` units for work priced when it ends (an LLM call's tokens, a login that
+   * counts only if it fails): decided as a take of `cost` and, when admitted, consumed at
+   * once; the reservation is recorded in the same script call, with the window or bucket
+   * state it was taken from. Settle it with the units actually used
+   * ({@link Reservation.settle}, or {@link settle} with its id from any process): less gives
+   * the difference back, more charges the excess past the limit, {@link cancel} gives all
+   * back — only into that state (see `docs/priced.md` for each algorithm). A repeat with the
+   * same `id` within the policy's horizon returns the first answer (`replayed: true`) and
+   * takes nothing. Never answered from the local denial cache.
+   *
+   * @returns the {@link Reservation}: the take's {@link Decision}, its `id`, `settle`, `cancel`.
+   * @throws {InvalidInputError} bad scope, policy, cost or id, or a sliding window log policy
+   *   (field `policy`: its algorithm has no settle).
+   * @throws the failures of {@link take}.
+   */
+  reserve(scope: Scope, policy: Policy, options?: ReserveOptions): Promise<Reservation> {
+    return this.#priced.reserve(scope, policy, options);
+  }
+
+  /**
+   * Settles the reservation `id` of `scope` under `policy` with `actualCost` units (a
+   * non-negative safe integer), from any process: moves `actualCost − cost` units into the
+   * state it was taken from, once (a repeat replays the first answer). Nothing moves for a
+   * refused reservation, an unknown one (`known: false`: never made, or its record expired
+   * with the horizon), or once its state is gone (the window ended).
+   *
+   * @throws {InvalidInputError} bad scope, policy, id or `actualCost`.
+   * @throws the failures of {@link take}: a settle that timed out can be sent again.
+   */
+  settle(scope: Scope, policy: Policy, id: string, actualCost: number): Promise<Settlement> {
+    return this.#priced.settle(scope, policy, id, actualCost);
+  }
+
+  /** Gives the whole reservation `id` back: {@link settle} with 0. Same errors. */
+  cancel(scope: Scope, policy: Policy, id: string): Promise<Settlement> {
+    return this.#priced.settle(scope, policy, id, 0);
+  }
+
+  /**
+   * Gives back at most `cost` units (a positive safe integer) into `scope`'s current state
+   * under `policy`: never above the policy's capacity, only into the current window (see
+   * `docs/priced.md`). The `id` is required: a refund applies once, however often it is sent.
+   *
+   * @throws {InvalidInputError} bad scope, policy, cost, or a missing or bad `options.id`.
+   * @throws the failures of {@link take}.
+   */
+  refund(scope: Scope, policy: Policy, cost: number, options: PricedOptions): Promise<Settlement> {
+    return this.#priced.adjust('f', scope, policy, cost, options);
+  }
+
+  /**
+   * Consumes `cost` units (a positive safe integer) whatever is left: a penalty. The state
+   * holds at most what one horizon can (a full window, an empty bucket or burst), so the
+   * debt is bounded and the next take's `retryAfterMs` is exact. With an `id`, applied once.
+   *
+   * @throws {InvalidInputError} bad scope, policy, cost or `options.id`.
+   * @throws the failures of {@link take}.
+   */
+  charge(scope: Scope, policy: Policy, cost: number, options?: PricedOptions): Promise<Settlement> {
+    return this.#priced.adjust('g', scope, policy, cost, options);
   }
 
   /**

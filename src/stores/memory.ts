@@ -21,6 +21,7 @@ import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/tw
 import { InvalidInputError, StoreError } from '../errors.js';
 import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
+import { PRICED_OPS, pricedTwin } from './priced-twin.js';
 import { replyErrorText, retrySafeTwin } from './retry-safe-twin.js';
 import type { ScriptStore } from './store.js';
 
@@ -135,7 +136,8 @@ export class MemoryStore implements ScriptStore {
   #batch(state: TwinState, keys: readonly string[], argv: readonly string[]): unknown[] {
     const reply = new ReplyWriter();
     for (const { op, items } of readRequests(keys, argv)) {
-      if (op === 'i') {
+      if (PRICED_OPS.has(op)) pricedTwin(state, op, items, reply);
+      else if (op === 'i') {
         retrySafeTwin(state, items, reply, (taken, writer) =>
           this.#request(state, 't', taken, writer),
         );
