@@ -23,7 +23,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { Decision, Policy, Scope, TakeAllResult } from 'sluice';
+import type { Decision, Policy, Scope, Settlement, TakeAllResult } from 'sluice';
 import {
   fixedWindow,
   gcra,
@@ -64,6 +64,10 @@ type Op =
   | { kind: 'takeAll'; items: Item[]; id?: Id }
   | ({ kind: 'reset' } & Target)
   | { kind: 'retry' }
+  | ({ kind: 'reserve'; id: string } & Item)
+  | ({ kind: 'settle'; id: string; actual: number } & Target)
+  | ({ kind: 'refund'; id: string } & Item)
+  | ({ kind: 'charge'; id: Id } & Item)
   | { kind: 'advance'; us: number }
   | ({ kind: 'seed'; state: Spec; ttl: number | null } & Target);
 
@@ -372,6 +376,7 @@ const cases: Case[] = [
 
 const target = { scope: fc.nat(2), policy: fc.nat(1) };
 const takeId = fc.option(fc.constantFrom('a', 'b', 'c'), { freq: 2 });
+const pricedId = fc.constantFrom('a', 'b', 'c');
 const cost = (maxCost: number) =>
   fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: maxCost }));
 
@@ -419,6 +424,43 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), ...target }) },
       // The last take or takeAll with an id, sent again (a retry after a lost reply).
       { weight: 2, arbitrary: fc.record({ kind: fc.constant('retry' as const) }) },
+      // Priced at the end: reserve, settle (a cancel is a settle of 0), refund, charge.
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('reserve' as const),
+          ...target,
+          cost: cost(maxCost),
+          id: pricedId,
+        }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('settle' as const),
+          ...target,
+          id: pricedId,
+          actual: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: maxCost + 3 })),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('refund' as const),
+          ...target,
+          cost: cost(maxCost),
+          id: pricedId,
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('charge' as const),
+          ...target,
+          cost: fc.integer({ min: 1, max: 2 * maxCost }),
+          id: takeId,
+        }),
+      },
       {
         weight: 4,
         arbitrary: fc.record({
@@ -457,6 +499,7 @@ async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
   try {
     const value = await call();
     if (typeof value === 'boolean') return { ok: value };
+    if (typeof value === 'object' && value !== null && 'applied' in value) return { ok: value };
     if (typeof value === 'object' && value !== null && 'decisions' in value) {
       const result = value as TakeAllResult;
       return {
@@ -533,7 +576,7 @@ async function virtualTtls(client: Client, keys: readonly string[]) {
 
 describe('model: Redis script ≡ in-memory twin under a controlled clock', () => {
   for (const c of cases) {
-    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, with and without ids, resets, foreign state) give identical decisions`, async () => {
+    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, with and without ids, reserve, settle, refund, charge, resets, foreign state) give identical decisions`, async () => {
       const client = await redis.client();
       const admin = await redis.admin();
       await fc.assert(
@@ -633,6 +676,39 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                   b = await outcome(() => inMemory.takeAll(items, options));
                   const ok = 'ok' in a ? (a.ok as { allowed: boolean; replayed?: boolean }) : null;
                   if (ok?.allowed && ok.replayed !== true) wrote = op.items;
+                } else if (
+                  op.kind === 'reserve' ||
+                  op.kind === 'settle' ||
+                  op.kind === 'refund' ||
+                  op.kind === 'charge'
+                ) {
+                  const t = at(op);
+                  const call = (l: RateLimiter): Promise<unknown> =>
+                    op.kind === 'reserve'
+                      ? l.reserve(t.scope, t.policy, { cost: op.cost, id: op.id })
+                      : op.kind === 'settle'
+                        ? l.settle(t.scope, t.policy, op.id, op.actual)
+                        : op.kind === 'refund'
+                          ? l.refund(t.scope, t.policy, op.cost, { id: op.id })
+                          : l.charge(t.scope, t.policy, op.cost, op.id ? { id: op.id } : undefined);
+                  a = await outcome(() => call(onRedis));
+                  b = await outcome(() => call(inMemory));
+                  const key = keyOf(op);
+                  const tag = tenantTag(tenant);
+                  if (op.kind === 'reserve' || op.kind === 'settle') {
+                    records.add(`rate:${tag}:rsv:${digest(['rsv', op.id, key])}`);
+                  } else if (op.id) {
+                    records.add(`rate:${tag}:id:${digest([op.kind, op.id, key])}`);
+                  }
+                  if ('ok' in a) {
+                    // A reserve's outcome is a decision's shape (replayed last); the others' a
+                    // settlement. A replay writes nothing, nor a call that moved nothing.
+                    const moved =
+                      op.kind === 'reserve'
+                        ? (a.ok as unknown[])[5] !== true
+                        : (a.ok as Settlement).applied !== 0 && !(a.ok as Settlement).replayed;
+                    if (moved) wrote = [op];
+                  }
                 } else if (op.kind === 'reset') {
                   const t = at(op);
                   a = await outcome(() => onRedis.reset(t.scope, t.policy));

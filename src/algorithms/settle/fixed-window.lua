@@ -3,7 +3,7 @@
 --
 -- Run as a function of (i, base, delta, mark, cost) inside the batch script (see
 -- settle/registry.ts); it reads the fixed window's own ARGV (limit, windowMs, cost).
---   delta  nil: return the window's mark (its expiry, absolute ms: PEXPIRETIME), else the
+--   delta  nil: return the window's mark (its expiry time, absolute ms), else the
 --          units to move: < 0 gives back, > 0 charges
 --   mark   the window a reservation was taken from (its expiry), or nil: the current window
 -- Returns { applied, remaining }: the units moved (signed), the units left in the window.
