@@ -214,10 +214,10 @@ export function settlement(
   replayed: boolean,
 ): Settlement {
   return {
-    applied: Number(reply[offset]),
-    remaining: Number(reply[offset + 1]),
+    applied: Number(reply[offset + 1]),
+    remaining: Number(reply[offset + 2]),
     limit,
-    known: reply[offset + 2] === 1,
+    known: reply[offset] === 1,
     replayed,
   };
 }

@@ -57,7 +57,7 @@ function request(
     const key = (record as ReadItem).key;
     const rec = recordNumbers(state, key);
     if (rec === undefined || rec.length < 7) return [[0, 0, 0, 0], 0];
-    if (rec[6] === 1 && rec.length === 9) return [[rec[7] as number, rec[8] as number, 1, 0], 1];
+    if (rec[6] === 1 && rec.length === 9) return [[1, rec[7] as number, rec[8] as number, 0], 1];
     let applied = 0;
     let left = rec[1] as number;
     if (rec[0] === 1) {
@@ -65,16 +65,16 @@ function request(
       [applied, left] = adjust(units - cost, rec[5], cost) as [number, number];
     }
     state.update(key, recordText([...rec.slice(0, 6), 1, applied, left]));
-    return [[applied, left, 1, 0], 0];
+    return [[1, applied, left, 0], 0];
   }
   if (record !== undefined) {
     const rec = recordNumbers(state, record.key);
     if (rec !== undefined && rec.length === 2)
-      return [[rec[0] as number, rec[1] as number, 1, 0], 1];
+      return [[1, rec[0] as number, rec[1] as number, 0], 1];
   }
   const r = adjust(op === 'f' ? -units : units, undefined, units) as [number, number];
   if (record !== undefined) state.set(record.key, 'string', recordText(r), ttl);
-  return [[r[0], r[1], 1, 0], 0];
+  return [[1, r[0], r[1], 0], 0];
 }
 
 /** Runs one priced request (`items`: the scope, then its record if any) into `reply`. */

@@ -9,8 +9,9 @@
 --      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation or a
 --      refused one changes nothing.
 --   f  refund `units` into the current state; g  charge `units` past the limit.
--- The reply of s, f and g: { applied (signed units moved), remaining, known (0: no such
--- reservation), 0 }. The record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
+-- The reply of s, f and g: { known (0: no such reservation), applied (signed units moved),
+-- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
+-- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
 
 local PRICED = { k = true, s = true, f = true, g = true }
 local SETTLE = {}
@@ -66,24 +67,24 @@ local function priced_request(op, i, id, base, units, record, ttl)
   if op == 's' then
     local rec = record_numbers(record)
     if not rec or #rec < 7 then return { 0, 0, 0, 0 }, 0 end
-    if rec[7] == 1 and #rec == 9 then return { rec[8], rec[9], 1, 0 }, 1 end
+    if rec[7] == 1 and #rec == 9 then return { 1, rec[8], rec[9], 0 }, 1 end
     local applied, left = 0, rec[2]
     if rec[1] == 1 then
       local r = adjust(i, base, units - rec[5], rec[6], rec[5])
       applied, left = r[1], r[2]
     end
     record_set(record, record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], 1, applied, left }))
-    return { applied, left, 1, 0 }, 0
+    return { 1, applied, left, 0 }, 0
   end
   if record then
     local rec = record_numbers(record)
-    if rec and #rec == 2 then return { rec[1], rec[2], 1, 0 }, 1 end
+    if rec and #rec == 2 then return { 1, rec[1], rec[2], 0 }, 1 end
   end
   local delta = units
   if op == 'f' then delta = -units end
   local r = adjust(i, base, delta, nil, units)
   if record then record_set(record, record_text({ r[1], r[2] }), ttl) end
-  return { r[1], r[2], 1, 0 }, 0
+  return { 1, r[1], r[2], 0 }, 0
 end
 
 -- Runs the priced request of n items starting at KEYS[first] and ARGV[a]; returns the ARGV
