@@ -268,6 +268,18 @@ describe('examples, run', { concurrency: 2 }, () => {
     assert.equal(await printedWithRedis('use.ts'), 'admitted, 9 left\ncounted in Redis: 1\n');
   });
 
+  it('examples/llm-tokens.ts: three replicas reserve max_tokens and settle the usage', async () => {
+    assert.equal(
+      await printedWithRedis('llm-tokens.ts'),
+      [
+        '5 of 6 calls reserved 2000 tokens each; 1 got 429',
+        'each used 700 and gave back 1300, 1300, 1300, 1300, 1300',
+        'tokens left: 6500 and some',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('examples/stacked.ts: stacked limits with takeAll, peek and reset, printed', async () => {
     assert.equal(
       await printedWithRedis('stacked.ts'),
