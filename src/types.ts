@@ -60,6 +60,12 @@ export interface Decision {
    * consumed now), false when it was decided now.
    */
   readonly replayed?: boolean;
+  /**
+   * Present (true) when the scope is blocked: its policy has `blockMs` and a take was
+   * refused less than a block ago. `resetMs` is then what is left of the block,
+   * `retryAfterMs` at least that; over HTTP the problem type is `abnormal-usage-detected`.
+   */
+  readonly blocked?: true;
 }
 
 /** Options of one `take` call. */
@@ -182,6 +188,19 @@ export interface Policy {
    * `undefined` when nothing is certain.
    */
   readonly denialHold: (decision: Decision, cost: number) => DenialHold | undefined;
+  /** @internal The policy's block (`blockMs`, `escalate`), if any. */
+  readonly block?: BlockSpec;
+}
+
+/**
+ * @internal A policy's block (see `block.lua`): `blockMs` × `factor`^n, at most `maxMs`, n the
+ * blocks within `withinMs` of each other (factor 1 and withinMs 0: a fixed block).
+ */
+export interface BlockSpec {
+  readonly blockMs: number;
+  readonly factor: number;
+  readonly maxMs: number;
+  readonly withinMs: number;
 }
 
 /** @internal See `Policy.denialHold`. */

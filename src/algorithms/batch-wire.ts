@@ -159,6 +159,17 @@ export function decodeDecision(
   ) {
     return undefined;
   }
+  if (remaining < 0) {
+    // A blocked scope (see `block.lua`): remaining -1 marks it.
+    return {
+      allowed: false,
+      remaining: 0,
+      limit,
+      resetMs,
+      retryAfterMs: retryAfterMs < 0 ? Number.POSITIVE_INFINITY : retryAfterMs,
+      blocked: true,
+    };
+  }
   return {
     allowed: allowed === 1,
     remaining,

@@ -40,9 +40,13 @@ local out = {}
 local errors = {}
 local o = 1
 
+--[[BLOCK]]--
+
 local function decide(i, id, base, dry, probe)
   local algorithm = ALGORITHMS[id]
   if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
+  local ms, factor, max, within = block_of(base)
+  if ms then return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within) end
   return pcall(algorithm, i, base, dry, probe)
 end
 
@@ -175,6 +179,7 @@ while a <= argc do
         if r[1] == 1 then
           emit(0, probed[2], probed[3], 0)
         else
+          r = refused_block(first + j - 1, bases[j], r)
           emit(0, r[2], r[3], r[4])
         end
       end

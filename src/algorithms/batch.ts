@@ -58,6 +58,7 @@ export function batchBody(script: LuaScript, modal = true): string {
 
 const template = readFileSync(new URL('./batch.lua', import.meta.url), 'utf8');
 const pricedTemplate = readFileSync(new URL('./settle/priced.lua', import.meta.url), 'utf8');
+const blockSource = readFileSync(new URL('./block.lua', import.meta.url), 'utf8');
 
 /**
  * Builds a batch script from `scripts`, in batch-id order (the production batch from the
@@ -85,7 +86,10 @@ export function buildBatch(
     .join('\n\n');
   return scriptFromSource(
     name,
-    template.replace('--[[ALGORITHMS]]--', () => functions).replace('--[[PRICED]]--', () => priced),
+    template
+      .replace('--[[ALGORITHMS]]--', () => functions)
+      .replace('--[[BLOCK]]--', () => blockSource)
+      .replace('--[[PRICED]]--', () => priced),
     0,
   );
 }

@@ -11,6 +11,7 @@
 
 export { type ClientAddressOptions, clientAddressOf, foldAddress } from './client-address.js';
 export {
+  ABNORMAL_USAGE_DETECTED_TYPE,
   type FailureMode,
   type HeaderOptions,
   type HttpResponseSpec,

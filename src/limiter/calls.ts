@@ -77,7 +77,9 @@ export class Call extends InFlight {
     reject: (error: Error) => void,
   ) {
     super(settler, reject);
-    this.script = op === 't' ? target.policy.script : undefined;
+    // A policy with blocks always goes as a batch item (its block is decided there).
+    this.script =
+      op === 't' && target.policy.block === undefined ? target.policy.script : undefined;
   }
 
   get work(): number {

@@ -21,6 +21,7 @@ import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/tw
 import { InvalidInputError, StoreError } from '../errors.js';
 import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
+import { decideItem, refusedBlock } from './block-twin.js';
 import { PRICED_OPS, pricedTwin } from './priced-twin.js';
 import { replyErrorText, retrySafeTwin } from './retry-safe-twin.js';
 import type { ScriptStore } from './store.js';
@@ -151,7 +152,7 @@ export class MemoryStore implements ScriptStore {
     const decide = (item: ReadItem, mode: TwinMode) => {
       const twin = ALGORITHMS[item.batchId - 1]?.twin;
       if (twin === undefined) throw new Error(`ERR unknown algorithm id ${item.batchId}`);
-      return twin(state, item.key, item.args, mode);
+      return decideItem(state, item.key, item.args, twin, mode);
     };
     const first = items[0] as ReadItem;
     try {
@@ -173,7 +174,16 @@ export class MemoryStore implements ScriptStore {
             try {
               probed = decide(items[j] as ReadItem, REPAIR);
             } catch {}
-            reply.item(r[0] === 1 ? [0, probed[1], probed[2], 0] : [0, r[1], r[2], r[3]]);
+            if (r[0] === 1) reply.item([0, probed[1], probed[2], 0]);
+            else {
+              const b = refusedBlock(
+                state,
+                (items[j] as ReadItem).key,
+                (items[j] as ReadItem).args,
+                r,
+              );
+              reply.item([0, b[1], b[2], b[3]]);
+            }
           });
         }
       }

@@ -8,6 +8,7 @@ import { settleOf } from '../algorithms/settle/registry.js';
 import type { SettleTwin } from '../algorithms/settle/twins.js';
 import { luaNumber, TAKE, type TwinState } from '../algorithms/twin.js';
 import { StoreError } from '../errors.js';
+import { decideItem } from './block-twin.js';
 import { replyErrorText } from './retry-safe-twin.js';
 
 /** The operations this module runs. */
@@ -48,7 +49,7 @@ function request(
     const key = (record as ReadItem).key;
     const rec = recordNumbers(state, key);
     if (rec !== undefined && rec.length >= 7) return [rec.slice(0, 4), 1];
-    const r = take.twin(state, scope.key, args, TAKE);
+    const r = decideItem(state, scope.key, args, take.twin, TAKE);
     const mark = r[0] === 1 ? (adjust(undefined, undefined, units) as number) : 0;
     state.set(key, 'string', recordText([...r, units, mark, 0]), ttl);
     return [r, 0];

@@ -171,6 +171,26 @@ export function clockedBatch(): LuaScript {
     "pcall(redis.call, 'SET', record, table.concat(text, ','), 'PX', ttl)",
     "pcall(vsetpx, record, table.concat(text, ','), ttl)",
   );
+  // Blocks (block.lua), on the test clock.
+  source = replaceOnce(
+    source,
+    "local function block_pttl(k)\n  return redis.call('PTTL', k)\nend",
+    [
+      'local function block_pttl(k)',
+      "  if redis.call('EXISTS', k) == 0 then return -2 end",
+      "  local at = redis.call('GET', k .. ':vexp')",
+      '  if not at then return -1 end',
+      `  local left = tonumber(at) - ${VNOW_MS}`,
+      "  if left < 0 then redis.call('DEL', k, k .. ':vexp') return -2 end",
+      '  return left',
+      'end',
+    ].join('\n'),
+  );
+  source = replaceOnce(
+    source,
+    "  redis.call('SET', k, level, 'PX', ttl)\n",
+    '  vsetpx(k, level, ttl)\n',
+  );
   // The records of reserve, settle, refund and charge (settle/priced.lua), on the test clock.
   source = replaceOnce(
     source,

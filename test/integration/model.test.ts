@@ -375,6 +375,37 @@ const cases: Case[] = [
 // --- Operations ---------------------------------------------------------------------------
 
 const target = { scope: fc.nat(2), policy: fc.nat(1) };
+/** Blocks on the first policy, now and then (a fixed block, or an escalating one). */
+const blockOptions = fc.oneof(
+  { weight: 2, arbitrary: fc.constant({}) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({
+        blockMs: fc.integer({ min: 1, max: 2000 }),
+        escalate: fc.option(
+          fc.record({
+            factor: fc.integer({ min: 2, max: 4 }),
+            times: fc.integer({ min: 1, max: 8 }),
+            withinMs: fc.integer({ min: 1, max: 2000 }),
+          }),
+          { nil: undefined },
+        ),
+      })
+      .map(({ blockMs, escalate }) =>
+        escalate === undefined
+          ? { blockMs }
+          : {
+              blockMs,
+              escalate: {
+                factor: escalate.factor,
+                maxMs: blockMs * escalate.times,
+                withinMs: escalate.withinMs,
+              },
+            },
+      ),
+  },
+);
 const takeId = fc.option(fc.constantFrom('a', 'b', 'c'), { freq: 2 });
 const pricedId = fc.constantFrom('a', 'b', 'c');
 const cost = (maxCost: number) =>
@@ -490,6 +521,7 @@ const shape = (d: Decision) => [
   d.resetMs,
   d.retryAfterMs,
   d.replayed,
+  d.blocked,
 ];
 
 type Outcome = { ok: unknown } | { error: string };
@@ -583,11 +615,12 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
         fc.asyncProperty(
           c.options,
           c.options,
+          blockOptions,
           fc.array(seedOp(c), { maxLength: 3 }),
           ops(c, 10),
-          async (options0, options1, seeds, sequence) => {
+          async (options0, options1, block, seeds, sequence) => {
             const policies = [
-              c.build(options0 as never),
+              c.build({ ...options0, ...block } as never),
               c.build({ ...options1, version: 'b' } as never),
             ] as const;
             const redisStore = new ClockedRedisStore(client);
@@ -627,6 +660,8 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
             const recordKey = (id: string, keys: readonly string[]) =>
               `rate:${tenantTag(tenant)}:id:${digest([id, ...keys])}`;
             const longest = Math.max(...policies.map((p) => p.horizonMs));
+            // The first policy's blocks, beside its keys (see block.lua).
+            for (const scope of [0, 1, 2]) records.add(`${keyOf({ scope, policy: 0 })}:b`);
             /** Keys holding foreign state with no TTL or one beyond the horizon, untouched since. */
             const exempt = new Set<string>();
 
@@ -705,7 +740,7 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                     // settlement. A replay writes nothing, nor a call that moved nothing.
                     const moved =
                       op.kind === 'reserve'
-                        ? (a.ok as unknown[])[5] !== true
+                        ? (a.ok as unknown[])[5] !== true && (a.ok as unknown[])[6] !== true
                         : (a.ok as Settlement).applied !== 0 && !(a.ok as Settlement).replayed;
                     if (moved) wrote = [op];
                   }
@@ -727,7 +762,10 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                   a = await outcome(() => limiter(onRedis));
                   b = await outcome(() => limiter(inMemory));
                   // A replay writes nothing (as a peek).
-                  const replayed = 'ok' in a && (a.ok as unknown[])[5] === true;
+                  // A blocked take runs no algorithm: nothing written either.
+                  const replayed =
+                    'ok' in a &&
+                    ((a.ok as unknown[])[5] === true || (a.ok as unknown[])[6] === true);
                   if (op.kind === 'take' && 'ok' in a && !replayed) wrote = [op];
                   if (op.kind === 'take' && op.id) records.add(recordKey(op.id, [keyOf(op)]));
                 }
