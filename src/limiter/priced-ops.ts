@@ -35,6 +35,8 @@ export interface PricedHost {
   ): Promise<T>;
   /** Counts a call refused for bad input, and rejects it. */
   invalid<T>(error: unknown): Promise<T>;
+  /** Units were given back to `target`'s scope: cached denials of it no longer hold. */
+  gaveBack(target: Target): void;
 }
 
 export class PricedOps {
@@ -97,7 +99,10 @@ export class PricedOps {
     const record =
       id === undefined ? undefined : pricedRecord(target, op === 'f' ? 'refund' : 'charge', id);
     return this.#call(op, target, units, record, (reply, at) =>
-      settlement(reply, at, policy.limit, replayedAt(reply, at, record === undefined ? 1 : 2)),
+      this.#settled(
+        target,
+        settlement(reply, at, policy.limit, replayedAt(reply, at, record === undefined ? 1 : 2)),
+      ),
     );
   }
 
@@ -109,8 +114,14 @@ export class PricedOps {
 
   #settle(target: Target, id: string, units: number): Promise<Settlement> {
     return this.#call('s', target, units, pricedRecord(target, 'rsv', id), (reply, at) =>
-      settlement(reply, at, target.policy.limit, replayedAt(reply, at, 2)),
+      this.#settled(target, settlement(reply, at, target.policy.limit, replayedAt(reply, at, 2))),
     );
+  }
+
+  /** A settlement that gave units back makes cached denials of the scope stale. */
+  #settled(target: Target, result: Settlement): Settlement {
+    if (result.applied < 0 && !result.replayed) this.host.gaveBack(target);
+    return result;
   }
 
   #call<T>(

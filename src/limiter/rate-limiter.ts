@@ -126,6 +126,12 @@ export class RateLimiter {
         this.#stats.invalid++;
         return Promise.reject(error);
       },
+      // Here at once; elsewhere within the reset epoch's bound (a failed write: until the
+      // cached denials end, which under-admits, never over-admits).
+      gaveBack: (target) => {
+        this.#denials.forget(target.localKey);
+        this.#denials.announceReset().catch(() => {});
+      },
     });
     // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);

@@ -130,11 +130,36 @@ describe('reserve, then settle with what was used', () => {
     const policy = tokenBucket({ capacity: 10, refillIntervalMs: 100 });
     const scope = { tenant: randomTenant(), route };
     const r = await l.reserve(scope, policy, { cost: 4 });
+    const settledAt = performance.now();
     const s = await r.settle(12);
     assert.deepEqual([s.applied, s.remaining], [6, 0], 'the excess, down to an empty bucket');
     const denied = await l.take(scope, policy);
+    const since = performance.now() - settledAt;
     assert.equal(denied.allowed, false);
-    assert.ok(denied.retryAfterMs > 90 && denied.retryAfterMs <= 100, `${denied.retryAfterMs}`);
+    // One token per 100 ms from the empty bucket the settle left.
+    assert.ok(
+      denied.retryAfterMs >= 100 - since - 1 && denied.retryAfterMs <= 100,
+      `${denied.retryAfterMs} ms, ${since.toFixed(0)} ms after the settle`,
+    );
+  });
+});
+
+describe('a give-back and the denial caches', () => {
+  it('a cancel ends the cached denial here at once, and on another limiter within the epoch bound', async () => {
+    const a = await limiter();
+    const b = await limiter();
+    const policy = fixedWindow({ limit: 3, windowMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    const r = await a.reserve(scope, policy, { cost: 3 });
+    for (const l of [a, b]) {
+      assert.equal((await l.take(scope, policy)).allowed, false);
+      assert.equal((await l.take(scope, policy)).allowed, false); // held in the cache now
+    }
+    assert.ok(b.stats().cachedDenials >= 1);
+    assert.equal((await r.cancel()).applied, -3);
+    assert.equal((await a.take(scope, policy)).allowed, true, 'not refused from the cache');
+    await sleep(900); // the reset epoch's bound (750 ms) and a poll
+    assert.equal((await b.take(scope, policy)).allowed, true, 'the other cache let go');
   });
 });
 
