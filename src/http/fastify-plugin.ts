@@ -22,6 +22,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
+import { type NodeResponseLike, settleWhenDone } from './guard/settle.js';
 import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -43,6 +44,10 @@ export interface FastifyReplyLike {
   headers(values: Record<string, string>): FastifyReplyLike;
   header(name: string, value: string): unknown;
   send(body: string): unknown;
+  /** Node.js's response (the guard's `settle` option listens to its end). */
+  readonly raw?: NodeResponseLike;
+  /** The status code sent (what the `settle` option reads). */
+  readonly statusCode?: number;
 }
 
 /** The part of a Fastify instance this plugin uses. */
@@ -237,6 +242,7 @@ const plugin = async (
         .send(body);
     }
     for (const [name, value] of Object.entries(verdict.headers)) reply.header(name, value);
+    settleWhenDone(reply.raw, verdict.settle, reply.raw);
   });
 };
 

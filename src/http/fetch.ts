@@ -30,8 +30,16 @@ export type FetchRateLimitOptions = GuardOptions<Request>;
 
 /** The decision on one request, for handlers that add headers to their own response. */
 export type FetchVerdict =
-  /** Run the handler, then add `headers` (RateLimit fields, the shadow header) to its response. */
-  | { readonly pass: true; readonly headers: Readonly<Record<string, string>> }
+  /**
+   * Run the handler, then add `headers` (RateLimit fields, the shadow header) to its
+   * response. With the guard's `settle` option, call `settle(response)` once the handler's
+   * response is sent (`settle()` when the handler failed: status 500).
+   */
+  | {
+      readonly pass: true;
+      readonly headers: Readonly<Record<string, string>>;
+      readonly settle?: (response?: Response) => Promise<void>;
+    }
   /** Send `response` (`429`, `503` or `401`) now; the handler must not run. */
   | { readonly pass: false; readonly response: Response };
 
@@ -56,7 +64,16 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
   const check = async (request: Request): Promise<FetchVerdict> => {
     const verdict = await guard(request);
     // A fresh object per request: the caller may add to it before setting the headers.
-    if (verdict.pass) return { pass: true, headers: { ...verdict.headers } };
+    if (verdict.pass) {
+      const settle = verdict.settle;
+      if (settle === undefined) return { pass: true, headers: { ...verdict.headers } };
+      // Call it with the handler's Response once it is sent (or with none when it failed).
+      return {
+        pass: true,
+        headers: { ...verdict.headers },
+        settle: (response?: Response) => settle({ statusCode: response?.status ?? 500 }),
+      };
+    }
     return { pass: false, response: toResponse(verdict.response) };
   };
   // The plain form needs no headers object for an admitted request.

@@ -25,6 +25,7 @@ export {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
+export type { NodeResponseLike, SettledResponse, SettleOption } from './guard/settle.js';
 export {
   createGuard,
   type Guard,

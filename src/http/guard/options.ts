@@ -12,6 +12,7 @@ import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from 
 import type { HeaderOptions } from '../core.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits } from '../limits.js';
 import { LocalWindow } from '../local-window.js';
+import type { SettleOption } from './settle.js';
 import type { GuardOptions, HttpOutcomeEvent, ResponseHooks } from './types.js';
 
 /** The option names `createGuard` knows; any other is a misspelling and refused. */
@@ -34,6 +35,7 @@ export const GUARD_OPTION_KEYS: readonly string[] = [
   'wwwAuthenticate',
   'metrics',
   'requestId',
+  'settle',
 ];
 
 /**
@@ -67,6 +69,7 @@ export interface GuardConfig<Req> {
   readonly metrics: Pick<Metrics, 'request'> | undefined;
   readonly onOutcome: ((event: HttpOutcomeEvent) => void) | undefined;
   readonly requestId: ((req: Req) => string | undefined) | undefined;
+  readonly settle: SettleOption<Req> | undefined;
 }
 
 /** A printable header value: no control characters (so no CR/LF injection). */
@@ -97,7 +100,7 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
   if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
   }
-  for (const name of ['user', 'skip', 'onOutcome', 'requestId'] as const) {
+  for (const name of ['user', 'skip', 'onOutcome', 'requestId', 'settle'] as const) {
     const hook = options[name];
     if (hook !== undefined && typeof hook !== 'function') {
       throw new InvalidInputError(name, 'a function', hook);
@@ -145,6 +148,7 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
     metrics,
     onOutcome,
     requestId: options.requestId,
+    settle: options.settle,
   });
 }
 

@@ -9,10 +9,12 @@
  * is read or computed once per guard.
  */
 import { InvalidInputError, isSluiceError } from '../../errors.js';
+import type { Reservation } from '../../limiter/priced.js';
 import type { Decision, TakeAllItem } from '../../types.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits, scopeOf } from '../limits.js';
 import type { GuardConfig } from './options.js';
 import { decided, failed, type OutcomeCounts, PASS, record, unidentified } from './outcome.js';
+import { reserveAll, settleOnce } from './settle.js';
 import type { GuardVerdict } from './types.js';
 
 /** The guard's function: each request's verdict, recorded on `counts`. */
@@ -58,8 +60,20 @@ export function requestSteps<Req>(
     const requestId = fittingRequestId(requestIdOf?.(req));
     let decisions: readonly Decision[];
     let cached = false;
+    let reserved: readonly Reservation[] | undefined;
     try {
-      if (limits.length === 1) {
+      if (config.settle !== undefined) {
+        // Priced at the end: reserved now, settled when the response ends (settle.ts).
+        ({ decisions, reservations: reserved } = await reserveAll(
+          limiter,
+          limits,
+          tenant,
+          route,
+          user,
+          cost,
+          requestId,
+        ));
+      } else if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
         decisions = [
           await limiter.take(
@@ -88,7 +102,9 @@ export function requestSteps<Req>(
       }
       return failed(config, counts, req, route, names, tenant, cost, error);
     }
-    return decided(config, counts, req, route, limits, names, decisions, cached);
+    const verdict = decided(config, counts, req, route, limits, names, decisions, cached);
+    if (reserved === undefined || !verdict.pass || config.settle === undefined) return verdict;
+    return { ...verdict, settle: settleOnce(config.settle, req, reserved) };
   };
 }
 

@@ -3,11 +3,13 @@
  * response hooks. Types only, so that adapters and metrics sinks can name them without
  * loading the guard's code.
  */
+
 import type { RateLimiter } from '../../limiter/rate-limiter.js';
 import type { HttpOutcome, Metrics } from '../../metrics/types.js';
 import type { Decision } from '../../types.js';
 import type { FailureMode, HeaderOptions, HttpResponseSpec } from '../core.js';
 import type { LimitsOption } from '../limits.js';
+import type { SettledResponse, SettleOption } from './settle.js';
 
 export type { HttpOutcome };
 
@@ -184,6 +186,17 @@ export interface GuardOptions<Req> {
    * `'Bearer realm="api"'`. Default `"Bearer"`.
    */
   readonly wwwAuthenticate?: string;
+  /**
+   * Costs known when the response ends: the guard reserves the route's cost on every limit
+   * before the handler and, once the response finishes or the connection closes, settles
+   * each with this function's answer — the actual cost, a non-negative safe integer (0
+   * gives all back). For a login route that counts only failures: `settle: (req, res) =>
+   * (res.statusCode < 400 ? 0 : 1)`, exact under concurrency (at most the limit of attempts
+   * in flight or failed). A throw or a bad answer leaves the cost consumed. Stacked limits
+   * are reserved in one coalesced call and each settled; when one refuses, the others are
+   * cancelled. See `docs/priced.md`.
+   */
+  readonly settle?: SettleOption<Req>;
 }
 
 /**
@@ -213,8 +226,16 @@ export type RouteLimitSettings<Req> = Pick<GuardOptions<Req>, 'policy'> &
 
 /** What the guard decided for one request. */
 export type GuardVerdict =
-  /** Run the handler; add `headers` to its response (the shadow header, when set). */
-  | { readonly pass: true; readonly headers: Readonly<Record<string, string>> }
+  /**
+   * Run the handler; add `headers` to its response (the shadow header, when set). With the
+   * `settle` option, call `settle(res)` once when the response finishes or the connection
+   * closes (every adapter does).
+   */
+  | {
+      readonly pass: true;
+      readonly headers: Readonly<Record<string, string>>;
+      readonly settle?: (res: SettledResponse) => Promise<void>;
+    }
   /** Answer `response` now; the handler must not run. */
   | { readonly pass: false; readonly response: HttpResponseSpec };
 
