@@ -212,3 +212,36 @@ describe('guard option settle: a login that counts only failures', () => {
     assert.equal((await l.peek({ tenant, route }, perTenant)).remaining, 9);
   });
 });
+
+describe('guard option retryId: a retried request counts once', () => {
+  it('node:http: the same Idempotency-Key replays the first decision, consuming nothing', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'orders' });
+    const guard = nodeRateLimit({
+      limiter,
+      policy,
+      route: 'POST/orders',
+      identify: (req: IncomingMessage) => identify(req.headers),
+      retryId: (req: IncomingMessage) => header(req.headers['idempotency-key']),
+    });
+    const server = createServer(async (req, res) => {
+      if (!(await guard(req, res))) return;
+      res.statusCode = 201;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = listen(server);
+    const tenant = randomTenant();
+    const post = async (key?: string) => {
+      const headers: Record<string, string> = { 'x-tenant': tenant };
+      if (key !== undefined) headers['idempotency-key'] = key;
+      const res = await fetch(`${base}/orders`, { method: 'POST', headers });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    for (let i = 0; i < 4; i++) assert.equal(await post('order-1'), 201, `retry ${i}`);
+    assert.equal(await post('x'.repeat(129)), 201, 'a key too long is no key: counted');
+    assert.equal(await post('order-2'), 429, 'the limit of 2: order-1 once, the long one');
+    assert.equal(await post('order-1'), 201, 'order-1 replays its first answer');
+  });
+});

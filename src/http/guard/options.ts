@@ -36,6 +36,7 @@ export const GUARD_OPTION_KEYS: readonly string[] = [
   'metrics',
   'requestId',
   'settle',
+  'retryId',
 ];
 
 /**
@@ -70,6 +71,7 @@ export interface GuardConfig<Req> {
   readonly onOutcome: ((event: HttpOutcomeEvent) => void) | undefined;
   readonly requestId: ((req: Req) => string | undefined) | undefined;
   readonly settle: SettleOption<Req> | undefined;
+  readonly retryId: ((req: Req) => string | undefined) | undefined;
 }
 
 /** A printable header value: no control characters (so no CR/LF injection). */
@@ -100,7 +102,7 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
   if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
   }
-  for (const name of ['user', 'skip', 'onOutcome', 'requestId', 'settle'] as const) {
+  for (const name of ['user', 'skip', 'onOutcome', 'requestId', 'settle', 'retryId'] as const) {
     const hook = options[name];
     if (hook !== undefined && typeof hook !== 'function') {
       throw new InvalidInputError(name, 'a function', hook);
@@ -149,6 +151,7 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
     onOutcome,
     requestId: options.requestId,
     settle: options.settle,
+    retryId: options.retryId,
   });
 }
 

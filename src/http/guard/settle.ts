@@ -29,8 +29,9 @@ export async function reserveAll(
   user: string | undefined,
   cost: number,
   requestId: string | undefined,
+  id: string | undefined,
 ): Promise<{ decisions: readonly Decision[]; reservations: readonly Reservation[] }> {
-  const options = requestId === undefined ? { cost } : { cost, requestId };
+  const options = { cost, requestId, id };
   const reservations = await Promise.all(
     limits.map((limit) =>
       limiter.reserve(scopeOf(limit.per, tenant, route, user), limit.policy, options),

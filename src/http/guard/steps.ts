@@ -58,6 +58,9 @@ export function requestSteps<Req>(
     // An id the client may have written (a request header): one that does not fit is left
     // out of the events, never a reason to fail the request.
     const requestId = fittingRequestId(requestIdOf?.(req));
+    // The client's idempotency key, when the route reads one (retry-safe takes): one that
+    // does not fit is no key, never a reason to fail the request.
+    const id = retryIdOf(config.retryId, req);
     let decisions: readonly Decision[];
     let cached = false;
     let reserved: readonly Reservation[] | undefined;
@@ -72,6 +75,7 @@ export function requestSteps<Req>(
           user,
           cost,
           requestId,
+          id,
         ));
       } else if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
@@ -79,13 +83,17 @@ export function requestSteps<Req>(
           await limiter.take(
             scopeOf(only.per, tenant, route, user),
             only.policy,
-            requestId === undefined ? { cost } : { cost, requestId },
+            id === undefined
+              ? requestId === undefined
+                ? { cost }
+                : { cost, requestId }
+              : { cost, requestId, id },
           ),
         ];
       } else {
         const result = await limiter.takeAll(
           takeAllItems(limits, tenant, route, user, cost),
-          requestId === undefined ? undefined : { requestId },
+          requestId === undefined && id === undefined ? undefined : { requestId, id },
         );
         decisions = result.decisions;
         cached = result.cached;
@@ -187,6 +195,16 @@ function takeAllItems(
     policy: limit.policy,
     cost,
   }));
+}
+
+/** The `retryId` option's answer when it is an id the limiter takes (1–128 characters). */
+function retryIdOf<Req>(
+  retryId: ((req: Req) => string | undefined) | undefined,
+  req: Req,
+): string | undefined {
+  if (retryId === undefined) return undefined;
+  const id: unknown = retryId(req);
+  return typeof id === 'string' && id.length > 0 && id.length <= 128 ? id : undefined;
 }
 
 /** A request id the limiter takes (1–256 characters, cut to 256), else undefined. */

@@ -197,6 +197,15 @@ export interface GuardOptions<Req> {
    * cancelled. See `docs/priced.md`.
    */
   readonly settle?: SettleOption<Req>;
+  /**
+   * The request's idempotency key, e.g. `(req) => req.headers['idempotency-key']`: makes the
+   * guard's take (or takeAll, or reserve) retry-safe — a retried request with the same key
+   * within the policies' horizon replays the first decision and consumes nothing (see
+   * `TakeOptions.id`). Off by default. An answer that is not a string of 1–128 characters is
+   * no key (never a failure). Only for keys a client cannot use to replay another tenant's
+   * decision: the key is scoped to the tenant, route and user the guard identified.
+   */
+  readonly retryId?: (req: Req) => string | undefined;
 }
 
 /**
