@@ -119,6 +119,8 @@ while a <= argc do
       -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
       -- this request alone.
       local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
+      -- The scope's block too, if its policy has one (see block.lua); the reply is the key's.
+      if ok then pcall(redis.call, 'UNLINK', KEYS[first] .. ':b') end
       if ok then emit(r, 0, 0, 0) else failed(1, r) end
     else
       -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes

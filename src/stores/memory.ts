@@ -159,6 +159,7 @@ export class MemoryStore implements ScriptStore {
       if (op === 'r') {
         const existed = state.pttl(first.key) !== -2;
         if (existed) state.delete(first.key);
+        state.delete(`${first.key}:b`); // its block, if any (see block.lua)
         reply.item([existed ? 1 : 0, 0, 0, 0]);
       } else if (op === 't' && items.length === 1) {
         reply.item(decide(first, TAKE));

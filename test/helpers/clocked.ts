@@ -165,6 +165,11 @@ export function clockedBatch(): LuaScript {
     "pcall(redis.call, 'UNLINK', KEYS[first])",
     'pcall(vdel, KEYS[first])',
   );
+  source = replaceOnce(
+    source,
+    "pcall(redis.call, 'UNLINK', KEYS[first] .. ':b')",
+    "pcall(vdel, KEYS[first] .. ':b')",
+  );
   source = replaceOnce(source, "pcall(redis.call, 'GET', key)", 'pcall(vget, key)');
   source = replaceOnce(
     source,

@@ -95,6 +95,16 @@ describe('a refusal blocks the scope for blockMs', () => {
     assert.equal((await l.take({ tenant, route }, perIp)).allowed, true, 'per IP: not blocked');
   });
 
+  it('a reset ends the block with the rest of the scope', async () => {
+    const l = await limiter();
+    const policy = fixedWindow({ limit: 1, windowMs: 60_000, blockMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    await l.take(scope, policy);
+    assert.equal((await l.take(scope, policy)).blocked, true);
+    assert.equal(await l.reset(scope, policy), true);
+    assert.equal((await l.take(scope, policy)).allowed, true);
+  });
+
   it("the block's key lives no longer than the policy's horizon", async () => {
     const l = await limiter();
     const admin = await redis.admin();
