@@ -240,6 +240,8 @@ export class Reservation implements Decision {
   readonly retryAfterMs: number;
   /** True when this reserve repeated an earlier one with the same id (nothing taken now). */
   readonly replayed: boolean;
+  /** Present (true) when the scope is blocked (see {@link Decision.blocked}). */
+  readonly blocked?: true;
   readonly #settle: (actualCost: number) => Promise<Settlement>;
 
   /** @internal Made by `RateLimiter.reserve`. */
@@ -256,6 +258,7 @@ export class Reservation implements Decision {
     this.resetMs = decision.resetMs;
     this.retryAfterMs = decision.retryAfterMs;
     this.replayed = decision.replayed === true;
+    if (decision.blocked === true) this.blocked = true;
   }
 
   /**

@@ -560,6 +560,35 @@ describe('examples, run', { concurrency: 2 }, () => {
     await stop();
   });
 
+  it('examples/login.ts: only failures count, per user and address and per address; success resets the user; a block after repeated failures', async () => {
+    const { base, stop } = await serve('login.ts');
+    const attempt = async (username: string, password: string) => {
+      const res = await fetch(`${base}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username, password }),
+      });
+      const body = await res.text();
+      return { status: res.status, body, retryAfter: res.headers.get('retry-after') };
+    };
+    const good = 'correct horse battery staple';
+    for (let i = 0; i < 4; i++) assert.equal((await attempt('ada', 'wrong')).status, 401);
+    assert.equal((await attempt('ada', good)).status, 200, 'a success is never counted');
+    await sleep(50); // its settle and the reset follow the response
+    // The success forgot the four failures: five more before the limit.
+    for (let i = 0; i < 5; i++) assert.equal((await attempt('ada', 'wrong')).status, 401);
+    await sleep(50);
+    const blocked = await attempt('ada', 'wrong');
+    assert.equal(blocked.status, 429);
+    assert.match(blocked.body, /abnormal-usage-detected/);
+    // Blocked for a minute, within a window that is full for 15 minutes anyway.
+    assert.equal(blocked.retryAfter, '900');
+    assert.equal((await attempt('ada', good)).status, 429, 'blocked, even with the password');
+    // Other users from the same address are not blocked (the address's own limit is 50).
+    assert.equal((await attempt('bob', 'x')).status, 401);
+    await stop();
+  });
+
   it('examples/ip-limit.ts: X-Forwarded-For counts only through trusted proxies', async () => {
     const { base, stop } = await serve('ip-limit.ts');
     const from = (address: string) => ({ 'x-forwarded-for': address });
