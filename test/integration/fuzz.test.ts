@@ -86,6 +86,87 @@ describe('fuzzing the public API', () => {
     );
   });
 
+  it('blockMs and escalate: a frozen policy or InvalidInputError', () => {
+    fc.assert(
+      fc.property(
+        fc.nat(builders.length - 1),
+        fc.oneof(anything, fc.integer()),
+        fc.oneof(
+          anything,
+          fc.record({ factor: anything, maxMs: anything, withinMs: anything }),
+          fc.record({ factor: fc.integer(), maxMs: fc.integer(), withinMs: fc.integer() }),
+        ),
+        (i, blockMs, escalate) => {
+          const base = [
+            { limit: 5, windowMs: 1000 },
+            { capacity: 5, refillIntervalMs: 1000 },
+            { limit: 5, windowMs: 1000 },
+            { limit: 5, windowMs: 1000 },
+            { limit: 5, periodMs: 1000 },
+          ][i];
+          try {
+            const policy = (builders[i] as (o: unknown) => unknown)({ ...base, blockMs, escalate });
+            assert.ok(Object.isFrozen(policy));
+          } catch (error) {
+            assert.ok(error instanceof InvalidInputError, String(error));
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('reserve, settle, cancel, refund, charge: an answer or a typed error; invalid input sends nothing', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz-priced' });
+    const admin = await redis.admin();
+    const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
+    const scope = { tenant: 'fuzz', route: 'r' };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(4),
+        fc.oneof(fc.constant(scope), anything),
+        fc.oneof(fc.constant(policy), anything),
+        fc.oneof(fc.integer({ min: -2, max: 8 }), anything),
+        fc.oneof(fc.constant(undefined), anything, fc.record({ id: anything, cost: anything })),
+        async (op, s, p, n, options) => {
+          const before =
+            (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+          let pending: Promise<unknown>;
+          try {
+            pending = [
+              () => limiter.reserve(s as never, p as never, options as never),
+              () =>
+                limiter.settle(
+                  s as never,
+                  p as never,
+                  (options as { id?: never })?.id as never,
+                  n as never,
+                ),
+              () => limiter.cancel(s as never, p as never, n as never),
+              () => limiter.refund(s as never, p as never, n as never, options as never),
+              () => limiter.charge(s as never, p as never, n as never, options as never),
+            ][op]?.() as Promise<unknown>;
+          } catch (error) {
+            assert.fail(`threw synchronously: ${String(error)}`);
+          }
+          try {
+            const answer = (await pending) as { allowed?: unknown; applied?: unknown };
+            assert.ok(typeof answer.allowed === 'boolean' || Number.isInteger(answer.applied));
+          } catch (error) {
+            if (error instanceof assert.AssertionError) throw error;
+            assert.ok(isSluiceError(error), String(error));
+            if (error instanceof InvalidInputError) {
+              const after =
+                (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+              assert.equal(after, before, 'invalid input reached Redis');
+            }
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('take: a valid decision or a typed error, never a synchronous throw; invalid input sends nothing', async () => {
     const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz' });
     const admin = await redis.admin();
