@@ -19,13 +19,39 @@ import {
   tokenBucket,
 } from 'sluice';
 import { withRateLimit } from 'sluice/node';
-import { commandCalls, useRedis } from '../helpers/redis.js';
+import { type Client, commandCalls, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const servers: Server[] = [];
 after(() => {
   for (const server of servers) server.close();
 });
+
+/** Script calls the server ran so far (EVALSHA and EVAL). */
+async function scriptCalls(admin: Client): Promise<number> {
+  return (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+}
+
+/**
+ * `pending` resolves an answer that `valid` accepts, or rejects with a typed error; for
+ * invalid input, with no script call since `before`.
+ */
+async function answeredOrTyped(
+  pending: Promise<unknown>,
+  admin: Client,
+  before: number,
+  valid: (answer: unknown) => boolean,
+): Promise<void> {
+  try {
+    assert.ok(valid(await pending));
+  } catch (error) {
+    if (error instanceof assert.AssertionError) throw error;
+    assert.ok(isSluiceError(error), String(error));
+    if (error instanceof InvalidInputError) {
+      assert.equal(await scriptCalls(admin), before, 'invalid input reached Redis');
+    }
+  }
+}
 
 /** Anything at all, with the shapes that have broken libraries before. */
 const anything = fc.oneof(
@@ -129,8 +155,7 @@ describe('fuzzing the public API', () => {
         fc.oneof(fc.integer({ min: -2, max: 8 }), anything),
         fc.oneof(fc.constant(undefined), anything, fc.record({ id: anything, cost: anything })),
         async (op, s, p, n, options) => {
-          const before =
-            (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+          const before = await scriptCalls(admin);
           let pending: Promise<unknown>;
           try {
             pending = [
@@ -149,18 +174,10 @@ describe('fuzzing the public API', () => {
           } catch (error) {
             assert.fail(`threw synchronously: ${String(error)}`);
           }
-          try {
-            const answer = (await pending) as { allowed?: unknown; applied?: unknown };
-            assert.ok(typeof answer.allowed === 'boolean' || Number.isInteger(answer.applied));
-          } catch (error) {
-            if (error instanceof assert.AssertionError) throw error;
-            assert.ok(isSluiceError(error), String(error));
-            if (error instanceof InvalidInputError) {
-              const after =
-                (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
-              assert.equal(after, before, 'invalid input reached Redis');
-            }
-          }
+          await answeredOrTyped(pending, admin, before, (answer) => {
+            const { allowed, applied } = answer as { allowed?: unknown; applied?: unknown };
+            return typeof allowed === 'boolean' || Number.isInteger(applied);
+          });
         },
       ),
       { numRuns: 300 },
@@ -184,25 +201,14 @@ describe('fuzzing the public API', () => {
         ),
         fc.oneof(fc.constant(undefined), anything, fc.record({ cost: anything })),
         async (scope, policy, options) => {
-          const before =
-            (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+          const before = await scriptCalls(admin);
           let pending: Promise<Decision>;
           try {
             pending = limiter.take(scope as never, policy as never, options as never);
           } catch (error) {
             assert.fail(`take threw synchronously: ${String(error)}`);
           }
-          try {
-            assert.ok(validDecision(await pending));
-          } catch (error) {
-            if (error instanceof assert.AssertionError) throw error;
-            assert.ok(isSluiceError(error), String(error));
-            if (error instanceof InvalidInputError) {
-              const after =
-                (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
-              assert.equal(after, before, 'invalid input reached Redis');
-            }
-          }
+          await answeredOrTyped(pending, admin, before, (d) => validDecision(d as Decision));
         },
       ),
       { numRuns: 500 },

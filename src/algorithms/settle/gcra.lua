@@ -25,18 +25,6 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 -- now:end
 
-local function floor_div(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 end
-  if (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-
-local function ms_up(us)
-  if us <= 0 then return 0 end
-  return floor_div(us + 999, 1000)
-end
-
 local tolerance = burst * interval
 local stored = redis.call('GET', key)
 local tat = tonumber(stored)

@@ -14,6 +14,28 @@
 -- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
 
 local PRICED = { k = true, s = true, f = true, g = true }
+
+-- Integer division exact for |values| <= 2^53 (as the algorithms' own), shared by the SETTLE
+-- bodies below.
+local function floor_div(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 end
+  if (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+
+local function ceil_div(a, b)
+  local q = math.floor(a / b)
+  if q * b < a then q = q + 1 end
+  if (q - 1) * b >= a then q = q - 1 end
+  return q
+end
+
+local function ms_up(us)
+  if us <= 0 then return 0 end
+  return floor_div(us + 999, 1000)
+end
+
 local SETTLE = {}
 --[[SETTLE]]--
 

@@ -27,20 +27,6 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- now:end
 
-local function ceil_div(a, b)
-  local q = math.floor(a / b)
-  if q * b < a then q = q + 1 end
-  if (q - 1) * b >= a then q = q - 1 end
-  return q
-end
-
-local function floor_div(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then q = q - 1 end
-  if (q + 1) * b <= a then q = q + 1 end
-  return q
-end
-
 local full = capacity * interval
 local horizon = ceil_div(full, rate)
 local state = redis.call('HMGET', key, 's', 't')
