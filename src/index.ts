@@ -68,6 +68,7 @@ export type { AcceptedClient } from './redis/select.js';
 export type { StartupWarning, StartupWarningCode } from './redis/server-checks.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export type {
+  BlockSpec,
   Decision,
   Policy,
   Scope,

@@ -193,8 +193,9 @@ export interface Policy {
 }
 
 /**
- * @internal A policy's block (see `block.lua`): `blockMs` × `factor`^n, at most `maxMs`, n the
- * blocks within `withinMs` of each other (factor 1 and withinMs 0: a fixed block).
+ * A policy's block, as its builder read `blockMs` and `escalate` (see `docs/priced.md`): a
+ * refusal blocks for `blockMs` × `factor`^n, at most `maxMs`, n the blocks within `withinMs`
+ * of each other (`factor` 1 and `withinMs` 0: a fixed block). All in ms but `factor`.
  */
 export interface BlockSpec {
   readonly blockMs: number;

@@ -49,7 +49,8 @@ end
 if moved ~= 0 then
   tat = tat + moved
   if tat > now then
-    redis.call('SET', key, string.format('%d', tat), 'PX', ms_up(tat - now))
+    -- Never beyond the horizon (a TAT a clock step left ahead: as the take caps it).
+    redis.call('SET', key, string.format('%d', tat), 'PX', math.min(ms_up(tat - now), ms_up(tolerance)))
   else
     redis.call('DEL', key)
   end

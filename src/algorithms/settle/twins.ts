@@ -124,7 +124,7 @@ export const gcraSettle: SettleTwin = (state, key, args, delta, mark, cost) => {
   }
   if (moved !== 0) {
     tat += moved;
-    if (tat > now) state.set(key, 'string', tat, msUp(tat - now));
+    if (tat > now) state.set(key, 'string', tat, Math.min(msUp(tat - now), msUp(tolerance)));
     else state.delete(key);
   }
   return [applied + 0, Math.max(floorDiv(tolerance - (tat - now), interval), 0)];
