@@ -106,6 +106,14 @@ async function fillLeases(limiter: RateLimiter, scopes: readonly Scope[]): Promi
     }
   }
 }
+/** Priced at the end and blocks (see docs/priced.md): a few commands more per item. */
+const pricedBucket = tokenBucket({ capacity: 1_000_000, refillTokens: 1, refillIntervalMs: 1_000 });
+const blocking = fixedWindow({
+  limit: 1,
+  windowMs: MAX_WINDOW_MS,
+  blockMs: 1_000,
+  escalate: { factor: 1000, maxMs: MAX_WINDOW_MS, withinMs: MAX_WINDOW_MS },
+});
 
 export const scriptTimeCases: readonly ScriptTimeCase[] = [
   ...[
@@ -122,6 +130,25 @@ export const scriptTimeCases: readonly ScriptTimeCase[] = [
       call: (limiter, scope) => limiter.take(scope, policy),
     }),
   ),
+  {
+    name: 'token-bucket: takes with an id (recorded), each on a fresh key',
+    policy: pricedBucket,
+    call: (limiter, scope, i) => limiter.take(scope, pricedBucket, { id: `t${i}` }),
+  },
+  {
+    name: 'token-bucket: reserve then settle above the cost (marks, records, give-backs)',
+    policy: pricedBucket,
+    call: async (limiter, scope) =>
+      (await limiter.reserve(scope, pricedBucket, { cost: 3 })).settle(7),
+  },
+  {
+    name: 'fixed-window with escalating blocks: refusals that start or meet a block',
+    policy: blocking,
+    prepare: async (limiter, scopes) => {
+      await Promise.all(scopes.map((scope) => limiter.take(scope, blocking)));
+    },
+    call: (limiter, scope) => limiter.take(scope, blocking),
+  },
   {
     name: 'sliding-window-log: takes of cost 10,000 (the largest), each on a fresh key',
     policy: log,

@@ -62,6 +62,12 @@ export {
 } from './errors.js';
 export type { AcquireOptions } from './limiter/leases.js';
 export type { RateLimiterOptions } from './limiter/options.js';
+export {
+  type PricedOptions,
+  Reservation,
+  type ReserveOptions,
+  type Settlement,
+} from './limiter/priced.js';
 export { RateLimiter } from './limiter/rate-limiter.js';
 export type { LimiterStats } from './limiter/stats.js';
 export type { Scheduled, WaitOptions } from './limiter/wait.js';
@@ -69,6 +75,7 @@ export type { AcceptedClient } from './redis/select.js';
 export type { StartupWarning, StartupWarningCode } from './redis/server-checks.js';
 export { MemoryStore, type MemoryStoreOptions } from './stores/memory.js';
 export type {
+  BlockSpec,
   Decision,
   Lease,
   Policy,

@@ -54,6 +54,18 @@ export interface Decision {
   readonly limit: number;
   readonly resetMs: number;
   readonly retryAfterMs: number;
+  /**
+   * Present on the answer to a take with an `id` (see {@link TakeOptions.id}): true when it
+   * is the id's recorded first answer, replayed (every other field as first decided; nothing
+   * consumed now), false when it was decided now.
+   */
+  readonly replayed?: boolean;
+  /**
+   * Present (true) when the scope is blocked: its policy has `blockMs` and a take was
+   * refused less than a block ago. `resetMs` is then what is left of the block,
+   * `retryAfterMs` at least that; over HTTP the problem type is `abnormal-usage-detected`.
+   */
+  readonly blocked?: true;
 }
 
 /** Options of one `take` call. */
@@ -65,12 +77,31 @@ export interface TakeOptions {
    * with your logs: 1–256 characters. Never part of the key or the decision.
    */
   readonly requestId?: string;
+  /**
+   * An idempotency key chosen by the caller, 1–128 characters, that makes the take
+   * retry-safe: the first take with this id, scope and policy is decided as usual and its
+   * answer recorded in the same script call; a repeat within the policy's horizon
+   * (`Policy.horizonMs`) returns that answer (`allowed`, `remaining`, `resetMs`,
+   * `retryAfterMs` as first decided, `replayed: true`) and consumes nothing. So a take that
+   * failed with a `TimeoutError` (it may have been counted) can be sent again with its id
+   * and counts at most once. Use a fresh id per operation (a request id, a UUID). A take
+   * with an id is never answered from the local denial cache. Costs a record key per id
+   * (its length about 100 bytes) for the horizon, and a GET and SET in the script. Not on
+   * `peek` (an `InvalidInputError`).
+   */
+  readonly id?: string;
 }
 
 /** Options of one `takeAll` call. */
 export interface TakeAllOptions {
   /** As in {@link TakeOptions}: passed through to every item's decision event. */
   readonly requestId?: string;
+  /**
+   * As in {@link TakeOptions.id}, for the whole call: a repeat with this id and the same
+   * items (scopes and policies, in order) within the longest of their policies' horizons
+   * returns the recorded result (`replayed: true`) and consumes nothing.
+   */
+  readonly id?: string;
 }
 
 /** One item of `takeAll`: a scope, its policy and the units to spend (default 1). */
@@ -99,6 +130,8 @@ export interface TakeAllResult {
   readonly retryAfterMs: number;
   /** True when the local denial cache refused it without a Redis call. */
   readonly cached: boolean;
+  /** Present when the call had an `id`: as {@link Decision.replayed}. */
+  readonly replayed?: boolean;
   /**
    * When admitted, the lease of each item of a `concurrency` policy, in item order (absent
    * when there is none): release each when its work ends.
@@ -189,6 +222,20 @@ export interface Policy {
    * `undefined` when nothing is certain.
    */
   readonly denialHold: (decision: Decision, cost: number) => DenialHold | undefined;
+  /** @internal The policy's block (`blockMs`, `escalate`), if any. */
+  readonly block?: BlockSpec;
+}
+
+/**
+ * A policy's block, as its builder read `blockMs` and `escalate` (see `docs/priced.md`): a
+ * refusal blocks for `blockMs` × `factor`^n, at most `maxMs`, n the blocks within `withinMs`
+ * of each other (`factor` 1 and `withinMs` 0: a fixed block). All in ms but `factor`.
+ */
+export interface BlockSpec {
+  readonly blockMs: number;
+  readonly factor: number;
+  readonly maxMs: number;
+  readonly withinMs: number;
 }
 
 /** @internal See `Policy.denialHold`. */

@@ -6,7 +6,8 @@
  *
  * Request. KEYS: every item's key, in order. ARGV: for each request, its operation (`t`
  * take, all or nothing; `p` peek; `r` reset), its item count n, then for each item its
- * algorithm's batch id (0 for a reset), its argument count, then its arguments.
+ * algorithm's batch id (0 for a reset), its argument count, then its arguments. A take with an
+ * id (`i`, see `batch.lua`) adds its record as a last item.
  *
  * Reply: one flat array. For each item, {@link REPLY_SLOTS} integers — the algorithm's reply
  * `{ allowed, remaining, resetMs, retryAfterMs }`, or `{ -1, k, 0, 0 }` when its request
@@ -16,8 +17,12 @@
  */
 import type { Decision } from '../types.js';
 
-/** A batch request's operation. */
-export type BatchOp = 't' | 'p' | 'r';
+/**
+ * A batch request's operation; `i`: a take with an id, whose last item is the id's record
+ * (batch id 0, one argument: its TTL in ms), replied `{ replayed ? 1 : 0, 0, 0, 0 }`; `k`,
+ * `s`, `f`, `g`: reserve, settle, refund, charge (see `settle/priced.lua`).
+ */
+export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g';
 
 /** Integers per item in a reply. */
 export const REPLY_SLOTS = 4;
@@ -153,6 +158,17 @@ export function decodeDecision(
     typeof retryAfterMs !== 'number'
   ) {
     return undefined;
+  }
+  if (remaining < 0) {
+    // A blocked scope (see `block.lua`): remaining -1 marks it.
+    return {
+      allowed: false,
+      remaining: 0,
+      limit,
+      resetMs,
+      retryAfterMs: retryAfterMs < 0 ? Number.POSITIVE_INFINITY : retryAfterMs,
+      blocked: true,
+    };
   }
   return {
     allowed: allowed === 1,

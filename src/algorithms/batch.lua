@@ -17,6 +17,12 @@
 --   p  peek: every item decided dry; nothing is written.
 --   r  reset: UNLINK of the item's key (its reply: 1 when the key existed, else 0; a large
 --      value is freed off Redis's main thread).
+--   i  a take with an id (retry-safe): a take (t) of every item but the last; the last item is
+--      the id's record (batch id 0, one argument: its TTL in ms, the policies' horizon). When
+--      the record holds the request's slots, they are replayed as recorded and nothing is
+--      taken; else the take is decided and its slots recorded, in this same call. The
+--      record's own reply: { 1 when replayed else 0, 0, 0, 0 }.
+--   k, s, f, g  reserve, settle, refund, charge (see settle/priced.lua, inserted below).
 --
 -- KEYS     every item's key, in order
 -- ARGV     for each request: op, n (its item count), then for each item: algorithm id (0 for
@@ -34,9 +40,13 @@ local out = {}
 local errors = {}
 local o = 1
 
+--[[BLOCK]]--
+
 local function decide(i, id, base, dry, probe)
   local algorithm = ALGORITHMS[id]
   if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
+  local ms, factor, max, within = block_of(base)
+  if ms then return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within) end
   return pcall(algorithm, i, base, dry, probe)
 end
 
@@ -51,6 +61,26 @@ local function failed(n, reply)
   for _ = 1, n do emit(-1, #errors, 0, 0) end
 end
 
+-- The recorded slots of a take with an id (op i): a table of 4n integers, false when there is
+-- no record of n items (a hand edit counts as none: decided afresh), or { err } on an error.
+local function recorded(key, n)
+  local ok, stored = pcall(redis.call, 'GET', key)
+  if not ok then
+    if type(stored) == 'table' and stored.err then return stored end
+    return { err = tostring(stored) }
+  end
+  if not stored then return false end
+  local slots = {}
+  for v in string.gmatch(stored, '[^,]+') do slots[#slots + 1] = tonumber(v) end
+  if #slots ~= 4 * n then return false end
+  for j = 1, #slots do
+    if not slots[j] then return false end
+  end
+  return slots
+end
+
+--[[PRICED]]--
+
 local a = 1 -- ARGV cursor
 local k = 0 -- KEYS cursor
 local argc = #ARGV
@@ -61,7 +91,27 @@ while a <= argc do
   local first = k + 1
   k = k + n
 
-  if n == 1 then
+  -- A take with an id: its record is the last item (KEYS[k]; its ARGV after the others').
+  local record, ttl, replay
+  if op == 'i' then
+    local r = a
+    for _ = 2, n do r = r + 2 + tonumber(ARGV[r + 1]) end
+    record, ttl = KEYS[k], ARGV[r + 2]
+    n, op = n - 1, 't'
+    replay = recorded(record, n)
+  end
+  local start = o
+
+  if PRICED[op] then
+    a = priced(op, n, first, a)
+  elseif replay then
+    for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end
+    if replay.err then
+      failed(n, replay)
+    else
+      for j = 1, 4 * n, 4 do emit(replay[j], replay[j + 1], replay[j + 2], replay[j + 3]) end
+    end
+  elseif n == 1 then
     -- One item (most requests), read in place. ARGV[base] is its argument count.
     local id, base = tonumber(ARGV[a]), a + 1
     a = a + 2 + tonumber(ARGV[base])
@@ -69,6 +119,8 @@ while a <= argc do
       -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
       -- this request alone.
       local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
+      -- The scope's block too, if its policy has one (see block.lua); the reply is the key's.
+      if ok then pcall(redis.call, 'UNLINK', KEYS[first] .. ':b') end
       if ok then emit(r, 0, 0, 0) else failed(1, r) end
     else
       -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes
@@ -129,9 +181,27 @@ while a <= argc do
         if r[1] == 1 then
           emit(0, probed[2], probed[3], 0)
         else
+          r = refused_block(first + j - 1, bases[j], r)
           emit(0, r[2], r[3], r[4])
         end
       end
+    end
+  end
+  if record then
+    a = a + 3 -- the record item: batch id 0, one argument
+    if replay and replay.err then
+      emit(-1, #errors, 0, 0)
+    elseif replay then
+      emit(1, 0, 0, 0)
+    else
+      if out[start] ~= -1 then
+        local text = {}
+        for j = start, o - 1 do text[#text + 1] = string.format('%d', out[j]) end
+        -- Recorded with the decision; a failed write (OOM) leaves it unrecorded: a retry
+        -- is then decided afresh.
+        pcall(redis.call, 'SET', record, table.concat(text, ','), 'PX', ttl)
+      end
+      emit(0, 0, 0, 0)
     end
   end
 end

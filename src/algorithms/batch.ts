@@ -10,10 +10,16 @@
 import { readFileSync } from 'node:fs';
 import { ALGORITHMS } from './registry.js';
 import { type LuaScript, scriptFromSource } from './script.js';
+import { settleOf } from './settle/registry.js';
 
 /** Algorithms a batch can run, by id − 1 (the id is what a batch item sends). */
 export const BATCH_ALGORITHMS: readonly LuaScript[] = ALGORITHMS.map(
   (algorithm) => algorithm.script,
+);
+
+/** The settle body of each batch algorithm, by id − 1 (undefined: none). */
+const SETTLE_SCRIPTS: readonly (LuaScript | undefined)[] = BATCH_ALGORITHMS.map(
+  (script) => settleOf(script)?.script,
 );
 
 /** The work of one item of batch id `id` under a policy of this `limit` (see `Algorithm.work`). */
@@ -27,10 +33,13 @@ export function batchId(script: LuaScript): number | undefined {
   return index < 0 ? undefined : index + 1;
 }
 
-/** An algorithm body rewritten to read item `i`'s key and the arguments after `ARGV[base]`. */
-export function batchBody(script: LuaScript): string {
+/**
+ * An algorithm body rewritten to read item `i`'s key and the arguments after `ARGV[base]`.
+ * `modal`: a take's body, which has a `mode:begin … mode:end` block (a settle body has none).
+ */
+export function batchBody(script: LuaScript, modal = true): string {
   const mode = /-- mode:begin[\s\S]*?-- mode:end[^\n]*\n/;
-  if (!mode.test(script.source)) {
+  if (modal && !mode.test(script.source)) {
     throw new Error(`${script.name}.lua has no mode:begin … mode:end block`);
   }
   const body = script.source
@@ -48,12 +57,27 @@ export function batchBody(script: LuaScript): string {
 }
 
 const template = readFileSync(new URL('./batch.lua', import.meta.url), 'utf8');
+const pricedTemplate = readFileSync(new URL('./settle/priced.lua', import.meta.url), 'utf8');
+const blockSource = readFileSync(new URL('./block.lua', import.meta.url), 'utf8');
 
 /**
  * Builds a batch script from `scripts`, in batch-id order (the production batch from the
- * production scripts; tests build one from variants of them).
+ * production scripts; tests build one from variants of them), with `settles`, the settle
+ * body of each (see `settle/registry.ts`; undefined: the algorithm has none).
  */
-export function buildBatch(scripts: readonly LuaScript[], name = 'batch'): LuaScript {
+export function buildBatch(
+  scripts: readonly LuaScript[],
+  name = 'batch',
+  settles: readonly (LuaScript | undefined)[] = SETTLE_SCRIPTS,
+): LuaScript {
+  const settleFunctions = settles
+    .map((settle, i) =>
+      settle === undefined
+        ? ''
+        : `-- ${settle.name}\nSETTLE[${i + 1}] = function(i, base, delta, mark, cost)\n${batchBody(settle, false)}\nend`,
+    )
+    .join('\n\n');
+  const priced = pricedTemplate.replace('--[[SETTLE]]--', () => settleFunctions);
   const functions = scripts
     .map(
       (script, i) =>
@@ -62,7 +86,10 @@ export function buildBatch(scripts: readonly LuaScript[], name = 'batch'): LuaSc
     .join('\n\n');
   return scriptFromSource(
     name,
-    template.replace('--[[ALGORITHMS]]--', () => functions),
+    template
+      .replace('--[[ALGORITHMS]]--', () => functions)
+      .replace('--[[BLOCK]]--', () => blockSource)
+      .replace('--[[PRICED]]--', () => priced),
     0,
   );
 }

@@ -70,13 +70,23 @@ const LEASE_ID = /^[\x21-\x7e]{1,128}$/;
  * above 1 (a lease holds one slot).
  *
  * @throws {InvalidInputError} for a bad `policy.limit` (above 10,000 too), `policy.leaseMs`,
- *   `policy.name` or `policy.version`.
+ *   `policy.name` or `policy.version`, and for a `policy.blockMs` (blocks are for rate
+ *   policies).
  */
 export function concurrency(options: ConcurrencyOptions): ConcurrencyPolicy {
   requireObject(options, '{ limit, leaseMs }', ['limit', 'leaseMs']);
   const limit = policyInteger(options, 'limit', MAX_CONCURRENCY_LIMIT);
   const leaseMs = policyInteger(options, 'leaseMs', MAX_WINDOW_MS);
-  const { name, version } = policyIdentity(options);
+  const { name, version, block } = policyIdentity(options);
+  if (block !== undefined) {
+    // A lease is refused while the scope is full and admitted as soon as one is released:
+    // a block that outlasts the leases has no meaning here.
+    throw new InvalidInputError(
+      'policy.blockMs',
+      'no blockMs on a concurrency policy',
+      block.blockMs,
+    );
+  }
   return buildPolicy(
     {
       name,

@@ -54,7 +54,7 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
   requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs']);
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
-  const { name, version } = policyIdentity(options);
+  const { name, version, block } = policyIdentity(options);
   return buildPolicy(
     {
       name,
@@ -64,6 +64,7 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
       keyTag: 'fw',
       limit,
       version,
+      block,
       maxCost: limit,
       script,
       quotaWindowMs: windowMs,

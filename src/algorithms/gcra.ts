@@ -69,7 +69,7 @@ export function gcra(options: GcraOptions): GcraPolicy {
       burst,
     );
   }
-  const { name, version } = policyIdentity(options);
+  const { name, version, block } = policyIdentity(options);
   const burstMs = ceilDiv(burst * emissionIntervalUs, 1000);
   return buildPolicy(
     {
@@ -80,6 +80,7 @@ export function gcra(options: GcraOptions): GcraPolicy {
       keyTag: 'gcra',
       limit: burst,
       version,
+      block,
       maxCost: burst,
       script: gcraScript,
       quotaWindowMs: burstMs,

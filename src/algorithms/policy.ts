@@ -4,7 +4,7 @@
  */
 import { InvalidInputError } from '../errors.js';
 import { digest } from '../key.js';
-import type { Decision, DenialHold, Policy } from '../types.js';
+import type { BlockSpec, Decision, DenialHold, Policy } from '../types.js';
 import { positiveSafeInteger, readProperty, rejectUnknownKeys } from '../validate.js';
 import type { LuaScript } from './script.js';
 
@@ -33,6 +33,8 @@ export interface PolicySpec {
   readonly tail?: () => readonly string[];
   /** False when no denial is certain for any time (a concurrency policy): nothing is cached. */
   readonly cacheDenials?: false;
+  /** The block options (validated by {@link policyIdentity}), if any. */
+  readonly block?: BlockSpec;
 }
 
 /**
@@ -43,18 +45,27 @@ export interface PolicySpec {
  */
 export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Policy & E {
   const params = spec.params.map((value) => String(value));
-  const unitArgs = Object.freeze([...params, '1']);
-  const fullUntilReset = spec.fullUntilReset === true;
+  const block = spec.block;
+  const blockArgs =
+    block === undefined
+      ? []
+      : ['b', block.blockMs, block.factor, block.maxMs, block.withinMs].map(String);
+  const unitArgs = Object.freeze([...params, '1', ...blockArgs]);
   const { tail } = spec;
   const name =
     spec.name ??
     `${spec.algorithm}-${spec.summary}${spec.version === '1' ? '' : `-v${spec.version}`}`;
-  const id = `${spec.keyTag}.${digest([spec.algorithm, params, spec.version, name], 16)}`;
+  const identity: unknown[] = [spec.algorithm, params, spec.version, name];
+  if (blockArgs.length > 0) identity.push(blockArgs);
+  const id = `${spec.keyTag}.${digest(identity, 16)}`;
+  const denialHold = holdRule(spec.fullUntilReset === true);
   return definePolicy({
     name,
     named: spec.name !== undefined,
     id,
-    horizonMs: spec.horizonMs,
+    // A block's key lives at most maxMs + withinMs (see block.lua).
+    horizonMs:
+      block === undefined ? spec.horizonMs : Math.max(spec.horizonMs, block.maxMs + block.withinMs),
     algorithm: spec.algorithm,
     keyTag: spec.keyTag,
     limit: spec.limit,
@@ -65,8 +76,9 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
     ...extra,
     args:
       tail === undefined
-        ? (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost)])
+        ? (cost: number) => (cost === 1 ? unitArgs : [...params, String(cost), ...blockArgs])
         : (cost: number) => [...params, String(cost), ...tail()],
+    block,
     // Logs and JSON show the policy, not its Lua source.
     toJSON: () => ({
       name,
@@ -75,22 +87,36 @@ export function buildPolicy<E extends object>(spec: PolicySpec, extra: E): Polic
       version: spec.version,
       ...extra,
     }),
-    denialHold: (decision: Decision, cost: number): DenialHold | undefined => {
-      if (spec.cacheDenials === false) return undefined;
-      if (fullUntilReset && decision.remaining === 0 && decision.resetMs > 0) {
-        return { ms: decision.resetMs, anyCost: true };
-      }
-      if (
-        !decision.allowed &&
-        cost === 1 &&
-        Number.isFinite(decision.retryAfterMs) &&
-        decision.retryAfterMs > 1
-      ) {
-        return { ms: decision.retryAfterMs - 1, anyCost: false };
-      }
-      return undefined;
-    },
+    denialHold:
+      spec.cacheDenials === false
+        ? () => undefined
+        : block === undefined
+          ? denialHold
+          : (decision: Decision) =>
+              // Blocked: every take is refused until the block ends. Nothing else is held: the
+              // refusal that starts a block must reach Redis.
+              decision.blocked === true && decision.resetMs > 0
+                ? { ms: decision.resetMs, anyCost: true }
+                : undefined,
   });
+}
+
+/** The denial-cache rule of an algorithm (see {@link buildPolicy}). */
+function holdRule(fullUntilReset: boolean) {
+  return (decision: Decision, cost: number): DenialHold | undefined => {
+    if (fullUntilReset && decision.remaining === 0 && decision.resetMs > 0) {
+      return { ms: decision.resetMs, anyCost: true };
+    }
+    if (
+      !decision.allowed &&
+      cost === 1 &&
+      Number.isFinite(decision.retryAfterMs) &&
+      decision.retryAfterMs > 1
+    ) {
+      return { ms: decision.retryAfterMs - 1, anyCost: false };
+    }
+    return undefined;
+  };
 }
 
 const VERSION = /^[A-Za-z0-9._-]{1,64}$/;
@@ -117,14 +143,80 @@ export interface PolicyIdentityOptions {
    * most 64), or a non-negative safe integer. Default `1`.
    */
   readonly version?: string | number;
+  /**
+   * Blocks: once a take of a scope is refused, the scope stays refused for `blockMs` from
+   * that refusal, on every replica (kept in Redis beside the scope's key, answered from the
+   * denial cache), whatever the algorithm would admit meanwhile; decisions say `blocked:
+   * true`. An integer from 1 to 315,360,000,000. Default: no block. Part of the policy's
+   * identity, and of its horizon.
+   */
+  readonly blockMs?: number;
+  /**
+   * Escalating blocks (with `blockMs`): a refusal within `withinMs` of the end of the last
+   * block blocks for `factor` times as long as that one, at most `maxMs`; after `withinMs`
+   * without a block, the next is `blockMs` again. `factor`: an integer from 2 to 1,000;
+   * `maxMs` from `blockMs` to 315,360,000,000; `withinMs` from 1 to 315,360,000,000.
+   */
+  readonly escalate?: {
+    readonly factor: number;
+    readonly maxMs: number;
+    readonly withinMs: number;
+  };
 }
 
-/** Reads the `name` and `version` options of a builder. */
-export function policyIdentity(options: object): { name: string | undefined; version: string } {
+/** Reads the `name`, `version`, `blockMs` and `escalate` options of a builder. */
+export function policyIdentity(options: object): {
+  name: string | undefined;
+  version: string;
+  block: BlockSpec | undefined;
+} {
   return {
     name: policyName(readProperty(options, 'name', 'policy')),
     version: policyVersion(readProperty(options, 'version', 'policy')),
+    block: policyBlock(options),
   };
+}
+
+/** Validates `blockMs` and `escalate` (see {@link PolicyIdentityOptions}). */
+function policyBlock(options: object): BlockSpec | undefined {
+  const blockMs = readProperty(options, 'blockMs', 'policy');
+  const escalate = readProperty(options, 'escalate', 'policy');
+  if (blockMs === undefined) {
+    if (escalate !== undefined) {
+      throw new InvalidInputError('policy.blockMs', 'blockMs, when escalate is given', blockMs);
+    }
+    return undefined;
+  }
+  const ms = positiveSafeInteger('policy.blockMs', blockMs, MAX_WINDOW_MS);
+  if (escalate === undefined) return { blockMs: ms, factor: 1, maxMs: ms, withinMs: 0 };
+  if (typeof escalate !== 'object' || escalate === null) {
+    throw new InvalidInputError(
+      'policy.escalate',
+      'an object { factor, maxMs, withinMs }',
+      escalate,
+    );
+  }
+  rejectUnknownKeys(escalate, ['factor', 'maxMs', 'withinMs'], 'policy.escalate');
+  const factor = positiveSafeInteger(
+    'policy.escalate.factor',
+    readProperty(escalate, 'factor', 'policy.escalate'),
+    1000,
+  );
+  if (factor < 2)
+    throw new InvalidInputError('policy.escalate.factor', 'an integer from 2 to 1000', factor);
+  const maxMs = positiveSafeInteger(
+    'policy.escalate.maxMs',
+    readProperty(escalate, 'maxMs', 'policy.escalate'),
+    MAX_WINDOW_MS,
+  );
+  if (maxMs < ms)
+    throw new InvalidInputError('policy.escalate.maxMs', `at least blockMs (${ms})`, maxMs);
+  const withinMs = positiveSafeInteger(
+    'policy.escalate.withinMs',
+    readProperty(escalate, 'withinMs', 'policy.escalate'),
+    MAX_WINDOW_MS,
+  );
+  return { blockMs: ms, factor, maxMs, withinMs };
 }
 
 const policies = new WeakSet<object>();
@@ -164,7 +256,7 @@ export function requireObject(options: unknown, shape: string, known: readonly s
   if (typeof options !== 'object' || options === null) {
     throw new InvalidInputError('policy', `an object ${shape}`, options);
   }
-  rejectUnknownKeys(options, [...known, 'name', 'version'], 'policy');
+  rejectUnknownKeys(options, [...known, 'name', 'version', 'blockMs', 'escalate'], 'policy');
 }
 
 /**

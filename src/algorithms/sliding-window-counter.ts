@@ -48,7 +48,7 @@ export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWind
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
   requireProduct('policy.limit', limit, windowMs, 'limit × windowMs');
-  const { name, version } = policyIdentity(options);
+  const { name, version, block } = policyIdentity(options);
   return buildPolicy(
     {
       name,
@@ -58,6 +58,7 @@ export function slidingWindowCounter(options: SlidingWindowOptions): SlidingWind
       keyTag: 'swc',
       limit,
       version,
+      block,
       maxCost: limit,
       script: slidingWindowCounterScript,
       quotaWindowMs: windowMs,

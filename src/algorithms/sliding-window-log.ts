@@ -64,7 +64,7 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
   requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs']);
   const limit = policyInteger(options, 'limit', MAX_LOG_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
-  const { name, version } = policyIdentity(options);
+  const { name, version, block } = policyIdentity(options);
   return buildPolicy(
     {
       name,
@@ -76,6 +76,7 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
       keyTag: 'swlw',
       limit,
       version,
+      block,
       maxCost: limit,
       script: slidingWindowLogScript,
       quotaWindowMs: windowMs,

@@ -66,7 +66,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
   const refillTokens = policyInteger(options, 'refillTokens', Number.MAX_SAFE_INTEGER, 1);
   const refillIntervalMs = policyInteger(options, 'refillIntervalMs', MAX_WINDOW_MS);
   requireProduct('policy.capacity', capacity, refillIntervalMs, 'capacity × refillIntervalMs');
-  const { name, version } = policyIdentity(options);
+  const { name, version, block } = policyIdentity(options);
   const refillMs = ceilDiv(capacity * refillIntervalMs, refillTokens);
   return buildPolicy(
     {
@@ -77,6 +77,7 @@ export function tokenBucket(options: TokenBucketOptions): TokenBucketPolicy {
       keyTag: 'tb',
       limit: capacity,
       version,
+      block,
       maxCost: capacity,
       script: tokenBucketScript,
       quotaWindowMs: refillMs,

@@ -57,6 +57,15 @@ export const TEMPORARY_REDUCED_CAPACITY_TYPE =
   'https://iana.org/assignments/http-problem-types#temporary-reduced-capacity';
 
 /**
+ * The problem type of draft-ietf-httpapi-ratelimit-headers (§ "Problem Types") for a request
+ * refused because the client's usage was judged abnormal: sluice answers it for a blocked
+ * scope (a policy with `blockMs`, refused less than a block ago). `violated-policies` names
+ * the policies, as for `quota-exceeded`.
+ */
+export const ABNORMAL_USAGE_DETECTED_TYPE =
+  'https://iana.org/assignments/http-problem-types#abnormal-usage-detected';
+
+/**
  * An RFC 9457 problem details body, as JSON text. `type` defaults to `"about:blank"` (the
  * status code says it all, RFC 9457 §4.2.1). `error` is sluice's stable machine code for
  * the same outcome, kept for clients that read it.
@@ -74,7 +83,8 @@ function problem(fields: {
 
 /**
  * The `429` response for a denial: `Retry-After` and an RFC 9457 body of the draft's
- * `quota-exceeded` type naming the violated policies. A cost that can never fit gets no
+ * `quota-exceeded` type naming the violated policies (`abnormal-usage-detected` when the
+ * binding denial is a block, `error: "blocked"`). A cost that can never fit gets no
  * `Retry-After` (no wait helps) and `error: "cost_exceeds_limit"`.
  *
  * @param decision The binding denial (for several limits, the one with the longest wait).
@@ -101,6 +111,21 @@ export function limitedResponse(
     };
   }
   const seconds = retryAfterSeconds(decision.retryAfterMs);
+  if (decision.blocked === true) {
+    return {
+      status: 429,
+      headers: { 'content-type': PROBLEM_TYPE, 'retry-after': String(seconds) },
+      body: problem({
+        type: ABNORMAL_USAGE_DETECTED_TYPE,
+        title: 'Request not satisfied due to detection of abnormal request pattern',
+        status: 429,
+        detail: `blocked after repeated refusals; retry in ${seconds} s`,
+        error: 'blocked',
+        retryAfterSeconds: seconds,
+        ...violated,
+      }),
+    };
+  }
   return {
     status: 429,
     headers: { 'content-type': PROBLEM_TYPE, 'retry-after': String(seconds) },

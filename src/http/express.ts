@@ -22,6 +22,7 @@
 import type { ServerResponse } from 'node:http';
 import { type ExpressRequestLike, routeName } from './express-route.js';
 import { releaseWhenDone } from './guard/leases.js';
+import { settleWhenDone } from './guard/settle.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 import { send } from './node.js';
@@ -125,6 +126,7 @@ export function expressRateLimit<Req extends ExpressRequestLike = ExpressRequest
         releaseWhenDone(res, verdict);
         if (!res.headersSent)
           for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
+        settleWhenDone(res, verdict.settle);
         next();
       })
       .catch(next);

@@ -24,6 +24,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { InvalidInputError } from '../errors.js';
 import { releaseWhenDone } from './guard/leases.js';
+import { type NodeResponseLike, settleWhenDone } from './guard/settle.js';
 import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -45,8 +46,10 @@ export interface FastifyReplyLike {
   headers(values: Record<string, string>): FastifyReplyLike;
   header(name: string, value: string): unknown;
   send(body: string): unknown;
-  /** The Node response underneath: its end releases a request's leases. */
-  readonly raw?: unknown;
+  /** Node.js's response (the guard's `settle` option listens to its end). */
+  readonly raw?: NodeResponseLike;
+  /** The status code sent (what the `settle` option reads). */
+  readonly statusCode?: number;
 }
 
 /** The part of a Fastify instance this plugin uses. */
@@ -242,6 +245,7 @@ const plugin = async (
     }
     releaseWhenDone(reply.raw, verdict);
     for (const [name, value] of Object.entries(verdict.headers)) reply.header(name, value);
+    settleWhenDone(reply.raw, verdict.settle, reply.raw);
   });
 };
 

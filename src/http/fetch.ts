@@ -35,13 +35,16 @@ export type FetchRateLimitOptions = GuardOptions<Request>;
 /** The decision on one request, for handlers that add headers to their own response. */
 export type FetchVerdict =
   /**
-   * Run the handler, then add `headers` (RateLimit fields, the shadow header) to its response.
-   * With a `concurrency` limit, `release` is present: call it once the response is sent.
+   * Run the handler, then add `headers` (RateLimit fields, the shadow header) to its
+   * response. With a `concurrency` limit, `release` is present: call it once the response is
+   * sent. With the guard's `settle` option, call `settle(response)` once the handler's
+   * response is sent (`settle()` when the handler failed: status 500).
    */
   | {
       readonly pass: true;
       readonly headers: Readonly<Record<string, string>>;
       readonly release?: () => void;
+      readonly settle?: (response?: Response) => Promise<void>;
     }
   /** Send `response` (`429`, `503` or `401`) now; the handler must not run. */
   | { readonly pass: false; readonly response: Response };
@@ -68,11 +71,19 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
     const verdict = await guard(request);
     // A fresh object per request: the caller may add to it before setting the headers.
     if (verdict.pass) {
-      const { release } = verdict;
+      const { release, settle } = verdict;
       if (release !== undefined) request.signal?.addEventListener('abort', release, { once: true });
-      return release === undefined
-        ? { pass: true, headers: { ...verdict.headers } }
-        : { pass: true, headers: { ...verdict.headers }, release };
+      return {
+        pass: true,
+        headers: { ...verdict.headers },
+        ...(release === undefined ? {} : { release }),
+        // Call it with the handler's Response once it is sent (or with none when it failed).
+        ...(settle === undefined
+          ? {}
+          : {
+              settle: (response?: Response) => settle({ statusCode: response?.status ?? 500 }),
+            }),
+      };
     }
     return { pass: false, response: toResponse(verdict.response) };
   };

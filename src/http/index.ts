@@ -11,6 +11,7 @@
 
 export { type ClientAddressOptions, clientAddressOf, foldAddress } from './client-address.js';
 export {
+  ABNORMAL_USAGE_DETECTED_TYPE,
   type FailureMode,
   type HeaderOptions,
   type HttpResponseSpec,
@@ -24,6 +25,7 @@ export {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
+export type { NodeResponseLike, SettledResponse, SettleOption } from './guard/settle.js';
 export {
   createGuard,
   type Guard,

@@ -26,6 +26,7 @@ import { METHODS } from 'node:http';
 import { InvalidInputError } from '../errors.js';
 import type { HttpResponseSpec } from './core.js';
 import { releaseWhenDone } from './guard/leases.js';
+import { type NodeResponseLike, settleWhenDone } from './guard/settle.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -37,6 +38,8 @@ export interface KoaContextLike {
   /** Whether the response head was written already (then nothing is set). */
   readonly headerSent?: boolean;
   set(field: string, value: string): unknown;
+  /** Node.js's response (the guard's `settle` option listens to its end). */
+  readonly res?: NodeResponseLike;
   /** `@koa/router`: the path of the layer running now (its template, prefixes included). */
   readonly _matchedRoute?: unknown;
   /** `@koa/router`: every layer whose path matched the request. */
@@ -203,6 +206,7 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
     if (ctx.headerSent !== true) {
       for (const [name, value] of Object.entries(verdict.headers)) ctx.set(name, value);
     }
+    settleWhenDone(ctx.res, verdict.settle);
     await next();
   };
   return Object.assign(middleware, { counts: guard.counts });

@@ -32,6 +32,7 @@ import { rejectUnknownKeys } from '../validate.js';
 import type { HttpResponseSpec } from './core.js';
 import { releaseWhenDone } from './guard/leases.js';
 import { GUARD_OPTION_KEYS, guardConfig } from './guard/options.js';
+import { type NodeResponseLike, settleWhenDone } from './guard/settle.js';
 import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 import { type LimitsOption, resolveLimits } from './limits.js';
@@ -283,6 +284,9 @@ export class SluiceGuard implements CanActivate {
     // Express's response, or Fastify's reply around it.
     releaseWhenDone((res as { raw?: unknown } | null)?.raw ?? res, verdict);
     this.setHeaders(res, verdict.headers);
+    // Express's response is a Node.js one; Fastify's reply has it as `raw`.
+    const raw = (res as { raw?: unknown } | null)?.raw ?? res;
+    settleWhenDone(raw as NodeResponseLike | undefined, verdict.settle);
     return true;
   }
 

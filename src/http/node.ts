@@ -17,6 +17,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { observe } from '../observer.js';
 import type { HttpResponseSpec } from './core.js';
 import { releaseWhenDone } from './guard/leases.js';
+import { settleWhenDone } from './guard/settle.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -51,6 +52,7 @@ export function nodeRateLimit(options: NodeRateLimitOptions): NodeRateLimitGuard
     releaseWhenDone(res, verdict);
     if (!res.headersSent)
       for (const [name, value] of Object.entries(verdict.headers)) res.setHeader(name, value);
+    settleWhenDone(res, verdict.settle);
     return true;
   };
   return Object.assign(nodeGuard, { counts: guard.counts });

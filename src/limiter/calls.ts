@@ -16,9 +16,16 @@ export interface Settler {
   answered(call: Call, reply: readonly unknown[], offset: number, sentAt: number): void;
   groupAnswered(call: GroupCall, reply: readonly unknown[], offset: number, sentAt: number): void;
   deleted(call: ResetCall, existed: boolean): void;
+  /** A reserve, settle, refund or charge answered (see `priced.ts`): `finish` decodes it. */
+  pricedAnswered(call: PricedAnswer, reply: readonly unknown[], offset: number): void;
   /** `counted`: the in-flight count was already decremented for this answer. */
   failed(call: InFlight, error: unknown, counted?: boolean): void;
   expired(call: InFlight): void;
+}
+
+/** A priced call as its settler sees it. */
+export interface PricedAnswer extends InFlight {
+  finish(reply: readonly unknown[], offset: number): void;
 }
 
 const NO_ARGS: readonly string[] = Object.freeze([]);
@@ -31,7 +38,7 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
   meta: CallMeta | undefined = undefined;
   /** Waiting for the store's first connection, not sent yet (see `start-gate.ts`). */
   held = false;
-  abstract readonly op: 't' | 'p' | 'r';
+  abstract readonly op: 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g';
   abstract readonly size: number;
   abstract readonly work: number;
   abstract readonly script: LuaScript | undefined;
@@ -58,19 +65,21 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
 
 /** One take or peek in flight. */
 export class Call extends InFlight {
-  readonly size = 1;
+  readonly size: number = 1;
   /** A lone take goes as its algorithm's own script; a peek always as a batch (dry). */
   readonly script: LuaScript | undefined;
 
   constructor(
     settler: Settler,
-    readonly op: 't' | 'p',
+    readonly op: 't' | 'p' | 'i',
     readonly target: Target,
     readonly resolve: (decision: Decision) => void,
     reject: (error: Error) => void,
   ) {
     super(settler, reject);
-    this.script = op === 't' ? target.policy.script : undefined;
+    // A policy with blocks always goes as a batch item (its block is decided there).
+    this.script =
+      op === 't' && target.policy.block === undefined ? target.policy.script : undefined;
   }
 
   get work(): number {
@@ -100,7 +109,7 @@ export class Call extends InFlight {
 
 /** One `takeAll` in flight. */
 export class GroupCall extends InFlight {
-  readonly op = 't' as const;
+  readonly op: 't' | 'i' = 't';
   readonly script = undefined;
   readonly key = '';
   readonly args = NO_ARGS;

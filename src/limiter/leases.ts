@@ -24,7 +24,14 @@ import {
 import { InvalidInputError, StoreError } from '../errors.js';
 import type { Decision, Lease, Policy, Scope, TakeAllResult } from '../types.js';
 import { onlyKnownKeys, readProperty } from '../validate.js';
-import { Call, type GroupCall, type InFlight, type ResetCall, type Settler } from './calls.js';
+import {
+  Call,
+  type GroupCall,
+  type InFlight,
+  type PricedAnswer,
+  type ResetCall,
+  type Settler,
+} from './calls.js';
 import type { CallMeta } from './events.js';
 import type { Outcomes } from './outcomes.js';
 import { readRequestId, type ScopeParts, type Target, type TargetMaker } from './targets.js';
@@ -211,6 +218,10 @@ class LeaseSettler implements Settler {
 
   deleted(call: ResetCall): void {
     this.outcomes.failed(call, new StoreError('ERR a lease call is never a reset'));
+  }
+
+  pricedAnswered(call: PricedAnswer): void {
+    this.outcomes.failed(call, new StoreError('ERR a lease call is never a priced call'));
   }
 
   failed(call: InFlight, error: unknown, counted?: boolean): void {

@@ -68,7 +68,7 @@ export class LocalDenials {
       return undefined;
     }
     if (!this.#epochFresh(now)) return undefined;
-    return {
+    const decision: Decision = {
       allowed: false,
       remaining: 0,
       limit: held.limit,
@@ -78,6 +78,8 @@ export class LocalDenials {
           ? Number.POSITIVE_INFINITY
           : Math.max(1, Math.ceil(held.retryAt - now)),
     };
+    // A policy with blocks caches only its blocks (see `buildPolicy`).
+    return policy.block === undefined ? decision : { ...decision, blocked: true };
   }
 
   /**

@@ -9,10 +9,11 @@
 import { decodeDecision, REPLY_SLOTS } from '../algorithms/batch-wire.js';
 import { RedisConfigError, StoreError, TimeoutError, UnavailableError } from '../errors.js';
 import type { Decision } from '../types.js';
-import type { Call, GroupCall, InFlight, ResetCall, Settler } from './calls.js';
+import type { Call, GroupCall, InFlight, PricedAnswer, ResetCall, Settler } from './calls.js';
 import type { DeadlineQueue } from './deadline.js';
 import type { DecisionReporter } from './events.js';
 import type { LocalDenials } from './local-denials.js';
+import { IdCall, IdGroupCall } from './retry-safe.js';
 import type { LimiterStats } from './stats.js';
 import type { Target } from './targets.js';
 
@@ -34,7 +35,9 @@ export class Outcomes implements Settler {
       return;
     }
     const dry = call.op === 'p';
-    this.denials.remember(policy, localKey, cost, decision, sentAt, dry);
+    // A replayed answer tells the state when it was first decided: not for the cache.
+    const replayed = call instanceof IdCall ? call.replayed : undefined;
+    if (replayed !== true) this.denials.remember(policy, localKey, cost, decision, sentAt, dry);
     if (!this.deadlines.settle(call)) return; // the caller already got a TimeoutError
     if (dry) this.stats.peeks++;
     else if (decision.allowed) this.stats.allowed++;
@@ -42,7 +45,7 @@ export class Outcomes implements Settler {
     if (call.meta !== undefined) {
       this.reporter?.report(call.meta, decision.allowed ? 'allowed' : 'limited', false, [decision]);
     }
-    call.resolve(decision);
+    call.resolve(replayed === undefined ? decision : { ...decision, replayed });
   }
 
   groupAnswered(call: GroupCall, reply: readonly unknown[], offset: number, sentAt: number): void {
@@ -61,7 +64,8 @@ export class Outcomes implements Settler {
       if (!decision.allowed) allowed = false;
       if (decision.retryAfterMs > retryAfterMs) retryAfterMs = decision.retryAfterMs;
     }
-    for (let j = 0; j < decisions.length; j++) {
+    const replayed = call instanceof IdGroupCall ? call.replayed : undefined;
+    for (let j = 0; j < decisions.length && replayed !== true; j++) {
       const { policy, localKey, cost } = call.targets[j] as Target;
       this.denials.remember(policy, localKey, cost, decisions[j] as Decision, sentAt, false);
     }
@@ -71,7 +75,8 @@ export class Outcomes implements Settler {
     if (call.meta !== undefined) {
       this.reporter?.report(call.meta, allowed ? 'allowed' : 'limited', false, decisions);
     }
-    call.resolve({ allowed, decisions, retryAfterMs: allowed ? 0 : retryAfterMs, cached: false });
+    const result = { allowed, decisions, retryAfterMs: allowed ? 0 : retryAfterMs, cached: false };
+    call.resolve(replayed === undefined ? result : { ...result, replayed });
   }
 
   /** The scope's key is gone: drop its cached denial here, then tell every other limiter. */
@@ -86,6 +91,12 @@ export class Outcomes implements Settler {
       },
       (error: unknown) => this.failed(call, error),
     );
+  }
+
+  pricedAnswered(call: PricedAnswer, reply: readonly unknown[], offset: number): void {
+    this.stats.inFlight--;
+    if (!this.deadlines.settle(call)) return;
+    call.finish(reply, offset);
   }
 
   failed(call: InFlight, error: unknown, counted = false): void {

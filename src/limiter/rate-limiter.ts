@@ -41,6 +41,9 @@ import { type AcquireOptions, Leases } from './leases.js';
 import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
+import type { PricedOptions, Reservation, ReserveOptions, Settlement } from './priced.js';
+import { PricedOps } from './priced-ops.js';
+import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
 import { StartGate } from './start-gate.js';
 import { type LimiterStats, newStats } from './stats.js';
 import {
@@ -70,6 +73,8 @@ export class RateLimiter {
   #checked: Promise<void> | undefined;
   readonly #leases: Leases;
   readonly #waits: Waits;
+  /** Reserve, settle, cancel, refund and charge (see `priced.ts`). */
+  readonly #priced: PricedOps;
 
   /**
    * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option or an
@@ -133,6 +138,21 @@ export class RateLimiter {
         observerFailed('metrics.attach', error);
       }
     }
+    this.#priced = new PricedOps({
+      targets: this.#targets,
+      settler: this.#outcomes,
+      send: (make) => this.#send(make, undefined),
+      invalid: (error) => {
+        this.#stats.invalid++;
+        return Promise.reject(error);
+      },
+      // Here at once; elsewhere within the reset epoch's bound (a failed write: until the
+      // cached denials end, which under-admits, never over-admits).
+      gaveBack: (target) => {
+        this.#denials.forget(target.localKey);
+        this.#denials.announceReset().catch(() => {});
+      },
+    });
     // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);
     this.takeAll = this.takeAll.bind(this);
@@ -144,6 +164,11 @@ export class RateLimiter {
     this.renew = this.renew.bind(this);
     this.wait = this.wait.bind(this);
     this.schedule = this.schedule.bind(this);
+    this.reserve = this.reserve.bind(this);
+    this.settle = this.settle.bind(this);
+    this.cancel = this.cancel.bind(this);
+    this.refund = this.refund.bind(this);
+    this.charge = this.charge.bind(this);
   }
 
   /**
@@ -233,13 +258,25 @@ export class RateLimiter {
   takeAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<TakeAllResult> {
     let targets: Target[];
     let requestId: string | undefined;
+    let id: string | undefined;
     try {
       targets = this.#targets.all(items);
       requestId = readTakeAllOptions(options);
+      id = readTakeId(options, 'options');
+      if (id !== undefined && targets.some((target) => isConcurrency(target.policy))) {
+        // A replay could not give back the first call's leases: each item's lease gets a
+        // fresh id (acquire() with an id is the retry-safe way to hold a lease).
+        throw new InvalidInputError(
+          'options.id',
+          'no id on a takeAll with a concurrency item (its leases get fresh ids)',
+          id,
+        );
+      }
     } catch (error) {
       return this.#invalid('takeAll', undefined, options, error);
     }
-    const cached = this.#heldAll(targets);
+    // A retry-safe call is never answered from the cache (see retry-safe.ts).
+    const cached = id === undefined ? this.#heldAll(targets) : undefined;
     if (cached !== undefined) {
       this.#stats.limited++;
       this.#stats.cachedDenials++;
@@ -256,16 +293,15 @@ export class RateLimiter {
         ? undefined
         : { targets, operation: 'takeAll', requestId, startedAt: performance.now() };
     const leased = targets.some((target) => isConcurrency(target.policy));
-    return this.#send(
-      (resolve, reject) =>
-        new GroupCall(
-          this.#outcomes,
-          targets,
-          leased ? (result) => resolve(this.#leases.withLeases(targets, result)) : resolve,
-          reject,
-        ),
-      meta,
-    );
+    const record = id === undefined ? undefined : recordItem(targets, id);
+    return this.#send((resolve, reject) => {
+      const done: (result: TakeAllResult) => void = leased
+        ? (result) => resolve(this.#leases.withLeases(targets, result))
+        : resolve;
+      return record === undefined
+        ? new GroupCall(this.#outcomes, targets, done, reject)
+        : new IdGroupCall(this.#outcomes, targets, record, done, reject);
+    }, meta);
   }
 
   /**
@@ -349,6 +385,69 @@ export class RateLimiter {
   }
 
   /**
+   * Reserves `cost` units for work priced when it ends (an LLM call's tokens, a login that
+   * counts only if it fails): decided as a take of `cost` and, when admitted, consumed at
+   * once; the reservation is recorded in the same script call, with the window or bucket
+   * state it was taken from. Settle it with the units actually used
+   * ({@link Reservation.settle}, or {@link settle} with its id from any process): less gives
+   * the difference back, more charges the excess past the limit, {@link cancel} gives all
+   * back — only into that state (see `docs/priced.md` for each algorithm). A repeat with the
+   * same `id` within the policy's horizon returns the first answer (`replayed: true`) and
+   * takes nothing. Never answered from the local denial cache.
+   *
+   * @returns the {@link Reservation}: the take's {@link Decision}, its `id`, `settle`, `cancel`.
+   * @throws {InvalidInputError} bad scope, policy, cost or id, or a sliding window log policy
+   *   (field `policy`: its algorithm has no settle).
+   * @throws the failures of {@link take}.
+   */
+  reserve(scope: Scope, policy: Policy, options?: ReserveOptions): Promise<Reservation> {
+    return this.#priced.reserve(scope, policy, options);
+  }
+
+  /**
+   * Settles the reservation `id` of `scope` under `policy` with `actualCost` units (a
+   * non-negative safe integer), from any process: moves `actualCost − cost` units into the
+   * state it was taken from, once (a repeat replays the first answer). Nothing moves for a
+   * refused reservation, an unknown one (`known: false`: never made, or its record expired
+   * with the horizon), or once its state is gone (the window ended).
+   *
+   * @throws {InvalidInputError} bad scope, policy, id or `actualCost`.
+   * @throws the failures of {@link take}: a settle that timed out can be sent again.
+   */
+  settle(scope: Scope, policy: Policy, id: string, actualCost: number): Promise<Settlement> {
+    return this.#priced.settle(scope, policy, id, actualCost);
+  }
+
+  /** Gives the whole reservation `id` back: {@link settle} with 0. Same errors. */
+  cancel(scope: Scope, policy: Policy, id: string): Promise<Settlement> {
+    return this.#priced.settle(scope, policy, id, 0);
+  }
+
+  /**
+   * Gives back at most `cost` units (a positive safe integer) into `scope`'s current state
+   * under `policy`: never above the policy's capacity, only into the current window (see
+   * `docs/priced.md`). The `id` is required: a refund applies once, however often it is sent.
+   *
+   * @throws {InvalidInputError} bad scope, policy, cost, or a missing or bad `options.id`.
+   * @throws the failures of {@link take}.
+   */
+  refund(scope: Scope, policy: Policy, cost: number, options: PricedOptions): Promise<Settlement> {
+    return this.#priced.adjust('f', scope, policy, cost, options);
+  }
+
+  /**
+   * Consumes `cost` units (a positive safe integer) whatever is left: a penalty. The state
+   * holds at most what one horizon can (a full window, an empty bucket or burst), so the
+   * debt is bounded and the next take's `retryAfterMs` is exact. With an `id`, applied once.
+   *
+   * @throws {InvalidInputError} bad scope, policy, cost or `options.id`.
+   * @throws the failures of {@link take}.
+   */
+  charge(scope: Scope, policy: Policy, cost: number, options?: PricedOptions): Promise<Settlement> {
+    return this.#priced.adjust('g', scope, policy, cost, options);
+  }
+
+  /**
    * Deletes the state of `scope` under `policy` on Redis, so its next take starts afresh,
    * and tells every limiter sharing the Redis (same namespace) to stop answering cached
    * denials: none answers one later than 750 ms after this resolves (see `reset-epoch.ts`).
@@ -391,15 +490,30 @@ export class RateLimiter {
   #decide(op: 't' | 'p', scope: Scope, policy: Policy, options?: TakeOptions): Promise<Decision> {
     let target: Target;
     let requestId: string | undefined;
+    let id: string | undefined;
     try {
       target = this.#targets.one(scope, policy, options, 'scope', 'policy', 'options');
       requestId = readRequestId(options, 'options');
       if (op === 't' && isConcurrency(policy)) {
         throw new InvalidInputError('policy', 'a rate policy (acquire() takes a lease)', policy);
       }
+      id = readTakeId(options, 'options');
+      if (id !== undefined && op === 'p') {
+        throw new InvalidInputError('options.id', 'no id on a peek (it consumes nothing)', id);
+      }
     } catch (error) {
       // Peeks decide nothing: only takes are reported.
       return this.#invalid(op === 't' ? 'take' : undefined, policy, options, error);
+    }
+    if (id !== undefined) {
+      // Retry-safe: never answered from the cache (see retry-safe.ts).
+      const record = recordItem([target], id);
+      return this.#send(
+        (resolve, reject) => new IdCall(this.#outcomes, target, record, resolve, reject),
+        this.#reporter === undefined
+          ? undefined
+          : { targets: [target], operation: 'take', requestId, startedAt: performance.now() },
+      );
     }
     const held = this.#denials.held(target.localKey, policy, target.cost);
     if (held !== undefined) {

@@ -28,11 +28,14 @@ export interface ScopeParts {
  */
 const LOCAL_KEY_MAX_TEXT = 256;
 
+/** Redis work of a policy's block per item, estimated µs (bench/script-time.ts). */
+const BLOCK_WORK = 8;
+
 /** The keys of a scope, of a take's options and of a takeAll's items and options. */
 const SCOPE_KEYS: readonly string[] = ['tenant', 'route', 'user'];
-const TAKE_OPTION_KEYS: readonly string[] = ['cost', 'requestId'];
+const TAKE_OPTION_KEYS: readonly string[] = ['cost', 'requestId', 'id'];
 const ITEM_KEYS: readonly string[] = ['scope', 'policy', 'cost'];
-const TAKE_ALL_OPTION_KEYS: readonly string[] = ['requestId'];
+const TAKE_ALL_OPTION_KEYS: readonly string[] = ['requestId', 'id'];
 
 /** One validated scope under one policy: what a call sends and caches. */
 export class Target implements WireItem {
@@ -241,7 +244,9 @@ export class TargetMaker {
       const id = batchId(policy.script);
       if (id === undefined)
         throw new InvalidInputError(field, 'a policy of a known algorithm', policy);
-      compiled = { batchId: id, localId: this.#policies++, work: batchWork(id, policy.limit) };
+      // A block (see block.lua) adds a PTTL, and on a refusal a GET and a SET.
+      const work = batchWork(id, policy.limit) + (policy.block === undefined ? 0 : BLOCK_WORK);
+      compiled = { batchId: id, localId: this.#policies++, work };
       this.#compiled.set(policy, compiled);
     }
     return compiled;

@@ -9,13 +9,21 @@
  */
 import { performance } from 'node:perf_hooks';
 import { batchScript } from '../algorithms/batch.js';
-import { type ReadItem, ReplyWriter, readRequests } from '../algorithms/batch-wire.js';
+import {
+  type BatchOp,
+  type ReadItem,
+  ReplyWriter,
+  readRequests,
+} from '../algorithms/batch-wire.js';
 import { ALGORITHMS } from '../algorithms/registry.js';
 import type { LuaScript } from '../algorithms/script.js';
 import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
 import { InvalidInputError, StoreError } from '../errors.js';
 import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
+import { decideItem, refusedBlock } from './block-twin.js';
+import { PRICED_OPS, pricedTwin } from './priced-twin.js';
+import { replyErrorText, retrySafeTwin } from './retry-safe-twin.js';
 import type { ScriptStore } from './store.js';
 
 /** Options of {@link MemoryStore}. */
@@ -128,46 +136,61 @@ export class MemoryStore implements ScriptStore {
   /** The batch script's semantics (see `batch.lua`): requests in order, errors isolated, a flat reply. */
   #batch(state: TwinState, keys: readonly string[], argv: readonly string[]): unknown[] {
     const reply = new ReplyWriter();
+    for (const { op, items } of readRequests(keys, argv)) {
+      if (PRICED_OPS.has(op)) pricedTwin(state, op, items, reply);
+      else if (op === 'i') {
+        retrySafeTwin(state, items, reply, (taken, writer) =>
+          this.#request(state, 't', taken, writer),
+        );
+      } else this.#request(state, op, items, reply);
+    }
+    return reply.finish();
+  }
+
+  /** One request of a batch, its slots written to `reply`. */
+  #request(state: TwinState, op: BatchOp, items: readonly ReadItem[], reply: ReplyWriter): void {
     const decide = (item: ReadItem, mode: TwinMode) => {
       const twin = ALGORITHMS[item.batchId - 1]?.twin;
       if (twin === undefined) throw new Error(`ERR unknown algorithm id ${item.batchId}`);
-      return twin(state, item.key, item.args, mode);
+      return decideItem(state, item.key, item.args, twin, mode);
     };
-    for (const { op, items } of readRequests(keys, argv)) {
-      const first = items[0] as ReadItem;
-      try {
-        if (op === 'r') {
-          const existed = state.pttl(first.key) !== -2;
-          if (existed) state.delete(first.key);
-          reply.item([existed ? 1 : 0, 0, 0, 0]);
-        } else if (op === 't' && items.length === 1) {
-          reply.item(decide(first, TAKE));
+    const first = items[0] as ReadItem;
+    try {
+      if (op === 'r') {
+        const existed = state.pttl(first.key) !== -2;
+        if (existed) state.delete(first.key);
+        state.delete(`${first.key}:b`); // its block, if any (see block.lua)
+        reply.item([existed ? 1 : 0, 0, 0, 0]);
+      } else if (op === 't' && items.length === 1) {
+        reply.item(decide(first, TAKE));
+      } else {
+        const dry = items.map((item) => decide(item, DRY));
+        if (op === 'p') for (const r of dry) reply.item(r);
+        else if (dry.every((r) => r[0] === 1)) {
+          for (const r of items.map((item) => decide(item, TAKE))) reply.item(r);
         } else {
-          const dry = items.map((item) => decide(item, DRY));
-          if (op === 'p') for (const r of dry) reply.item(r);
-          else if (dry.every((r) => r[0] === 1)) {
-            for (const r of items.map((item) => decide(item, TAKE))) reply.item(r);
-          } else {
-            // As `batch.lua`: a probe that fails reports zeros, the request still answers.
-            dry.forEach((r, j) => {
-              let probed: readonly number[] = [0, 0, 0, 0];
-              try {
-                probed = decide(items[j] as ReadItem, REPAIR);
-              } catch {}
-              reply.item(r[0] === 1 ? [0, probed[1], probed[2], 0] : [0, r[1], r[2], r[3]]);
-            });
-          }
+          // As `batch.lua`: a probe that fails reports zeros, the request still answers.
+          dry.forEach((r, j) => {
+            let probed: readonly number[] = [0, 0, 0, 0];
+            try {
+              probed = decide(items[j] as ReadItem, REPAIR);
+            } catch {}
+            if (r[0] === 1) reply.item([0, probed[1], probed[2], 0]);
+            else {
+              const b = refusedBlock(
+                state,
+                (items[j] as ReadItem).key,
+                (items[j] as ReadItem).args,
+                r,
+              );
+              reply.item([0, b[1], b[2], b[3]]);
+            }
+          });
         }
-      } catch (error) {
-        reply.failed(
-          items.length,
-          error instanceof StoreError
-            ? error.message.replace(/^Redis replied with an error: /, '')
-            : String(error instanceof Error ? error.message : error),
-        );
       }
+    } catch (error) {
+      reply.failed(items.length, replyErrorText(error));
     }
-    return reply.finish();
   }
 
   #state(): TwinState {

@@ -10,7 +10,8 @@
  * Real TTLs could not follow a virtual clock. A script without a
  * `now` block (the fixed window, whose time is its key's TTL) gets the same prelude at its
  * top. The batch script is rebuilt from the clocked variants of every algorithm (its reset
- * deletes the virtual expiry too, and reports a virtually expired key as absent). Production
+ * deletes the virtual expiry too, and reports a virtually expired key as absent; the record of
+ * a take with an id is read and written with a virtual expiry too). Production
  * scripts keep reading `TIME`; nothing here is reachable from the library.
  */
 
@@ -18,6 +19,7 @@ import type { ScriptStore } from 'sluice/store';
 import { BATCH_ALGORITHMS, batchScript, buildBatch } from '../../src/algorithms/batch.js';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { scriptFromSource } from '../../src/algorithms/script.js';
+import { settleOf } from '../../src/algorithms/settle/registry.js';
 import { resetEpochScript } from '../../src/limiter/reset-epoch.js';
 import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 import type { Client } from './redis.js';
@@ -44,6 +46,13 @@ export function clockedVariant(script: LuaScript): LuaScript {
     "  local at = redis.call('GET', k .. ':vexp')",
     '  if not at then return -1 end',
     '  return tonumber(at) - vnow_ms',
+    'end',
+    // PEXPIRETIME of the virtual expiry (a settle's mark of a fixed window).
+    'local function vpexpiretime(k)',
+    "  if redis.call('EXISTS', k) == 0 then return -2 end",
+    "  local at = redis.call('GET', k .. ':vexp')",
+    '  if not at then return -1 end',
+    '  return tonumber(at)',
     'end',
     // SET k v NX GET with a virtual PX: the expiry only for a key it created.
     'local function vsetnx(k, v, ttl)',
@@ -77,6 +86,7 @@ export function clockedVariant(script: LuaScript): LuaScript {
     },
   )
     .replace(/redis\.call\('PTTL', key\)/g, 'vpttl(key)')
+    .replace(/redis\.call\('PEXPIRETIME', key\)/g, 'vpexpiretime(key)')
     .replace(/redis\.call\('DEL', key\)/g, "redis.call('DEL', key, key .. ':vexp')")
     .replace(/redis\.call\('UNLINK', key\)/g, "redis.call('UNLINK', key, key .. ':vexp')");
   if (/PEXPIRE|'PX'|'PTTL'|'TIME'/.test(source))
@@ -119,7 +129,14 @@ function replaceOnce(source: string, find: string, replacement: string): string 
  * absent (reply 0), and its `<key>:vexp` goes with it.
  */
 export function clockedBatch(): LuaScript {
-  const built = buildBatch(BATCH_ALGORITHMS.map(clockedVariant), 'batch+clock');
+  const built = buildBatch(
+    BATCH_ALGORITHMS.map(clockedVariant),
+    'batch+clock',
+    BATCH_ALGORITHMS.map((script) => {
+      const settle = settleOf(script)?.script;
+      return settle && clockedVariant(settle);
+    }),
+  );
   const vdel = [
     'local function vdel(k)',
     "  local at = redis.call('GET', k .. ':vexp')",
@@ -129,6 +146,16 @@ export function clockedBatch(): LuaScript {
     '  if expired then return 0 end',
     '  return n',
     'end',
+    // A take with an id: its record read and written on the test clock.
+    'local function vget(k)',
+    "  local at = redis.call('GET', k .. ':vexp')",
+    `  if at and ${VNOW_MS} > tonumber(at) then redis.call('DEL', k, k .. ':vexp') end`,
+    "  return redis.call('GET', k)",
+    'end',
+    'local function vsetpx(k, v, ttl)',
+    "  redis.call('SET', k, v)",
+    `  redis.call('SET', k .. ':vexp', string.format('%d', ${VNOW_MS} + tonumber(ttl)))`,
+    'end',
     '',
     'local out = {}',
   ].join('\n');
@@ -137,6 +164,48 @@ export function clockedBatch(): LuaScript {
     source,
     "pcall(redis.call, 'UNLINK', KEYS[first])",
     'pcall(vdel, KEYS[first])',
+  );
+  source = replaceOnce(
+    source,
+    "pcall(redis.call, 'UNLINK', KEYS[first] .. ':b')",
+    "pcall(vdel, KEYS[first] .. ':b')",
+  );
+  source = replaceOnce(source, "pcall(redis.call, 'GET', key)", 'pcall(vget, key)');
+  source = replaceOnce(
+    source,
+    "pcall(redis.call, 'SET', record, table.concat(text, ','), 'PX', ttl)",
+    "pcall(vsetpx, record, table.concat(text, ','), ttl)",
+  );
+  // Blocks (block.lua), on the test clock.
+  source = replaceOnce(
+    source,
+    "local function block_pttl(k)\n  return redis.call('PTTL', k)\nend",
+    [
+      'local function block_pttl(k)',
+      "  if redis.call('EXISTS', k) == 0 then return -2 end",
+      "  local at = redis.call('GET', k .. ':vexp')",
+      '  if not at then return -1 end',
+      `  local left = tonumber(at) - ${VNOW_MS}`,
+      "  if left < 0 then redis.call('DEL', k, k .. ':vexp') return -2 end",
+      '  return left',
+      'end',
+    ].join('\n'),
+  );
+  source = replaceOnce(
+    source,
+    "  redis.call('SET', k, level, 'PX', ttl)\n",
+    '  vsetpx(k, level, ttl)\n',
+  );
+  // The records of reserve, settle, refund and charge (settle/priced.lua), on the test clock.
+  source = replaceOnce(
+    source,
+    "local function record_get(k)\n  return redis.call('GET', k)\nend",
+    'local function record_get(k)\n  return vget(k)\nend',
+  );
+  source = replaceOnce(
+    source,
+    "    redis.call('SET', k, v, 'PX', ttl)\n",
+    '    vsetpx(k, v, ttl)\n',
   );
   return scriptFromSource(built.name, source, built.keyCount);
 }

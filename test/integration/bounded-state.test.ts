@@ -514,3 +514,34 @@ describe('a refused takeAll repairs what a denied take repairs (and consumes not
     });
   }
 });
+
+describe('priced operations and ids keep every key within its horizon', () => {
+  for (const policy of [
+    fixedWindow({ limit: 10, windowMs: 2000 }),
+    tokenBucket({ capacity: 10, refillIntervalMs: 200 }),
+    gcra({ limit: 10, periodMs: 2000 }),
+    slidingWindowCounter({ limit: 10, windowMs: 1000 }),
+  ]) {
+    it(`${policy.algorithm}: take with an id, reserve, settle past the limit, charge, refund, takeAll with an id`, async () => {
+      const limiter = await newLimiter();
+      const admin = await redis.admin();
+      const scope = newScope();
+      await limiter.take(scope, policy, { id: 'once', cost: 2 });
+      const r = await limiter.reserve(scope, policy, { cost: 3 });
+      await r.settle(30);
+      await limiter.charge(scope, policy, 50, { id: 'penalty' });
+      await limiter.refund(scope, policy, 4, { id: 'refund' });
+      await limiter.takeAll([{ scope, policy }], { id: 'all' });
+      const keys = (await admin.client.keys(`rate:{*}*`)).filter((key) =>
+        key.includes(limiter.keyOf(scope, policy).slice(5, 39)),
+      );
+      assert.ok(keys.length >= 5, `the scope's key and its records: ${keys.length}`);
+      for (const key of keys) {
+        const pttl = await admin.client.pTTL(key);
+        assert.ok(pttl > 0 && pttl <= policy.horizonMs, `${key}: PTTL ${pttl}`);
+      }
+      // The debt is bounded: every wait within one horizon.
+      assertBoundedReply(await limiter.take(scope, policy), policy, 'after the charges');
+    });
+  }
+});

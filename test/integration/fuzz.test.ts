@@ -19,13 +19,39 @@ import {
   tokenBucket,
 } from 'sluice';
 import { withRateLimit } from 'sluice/node';
-import { commandCalls, useRedis } from '../helpers/redis.js';
+import { type Client, commandCalls, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const servers: Server[] = [];
 after(() => {
   for (const server of servers) server.close();
 });
+
+/** Script calls the server ran so far (EVALSHA and EVAL). */
+async function scriptCalls(admin: Client): Promise<number> {
+  return (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+}
+
+/**
+ * `pending` resolves an answer that `valid` accepts, or rejects with a typed error; for
+ * invalid input, with no script call since `before`.
+ */
+async function answeredOrTyped(
+  pending: Promise<unknown>,
+  admin: Client,
+  before: number,
+  valid: (answer: unknown) => boolean,
+): Promise<void> {
+  try {
+    assert.ok(valid(await pending));
+  } catch (error) {
+    if (error instanceof assert.AssertionError) throw error;
+    assert.ok(isSluiceError(error), String(error));
+    if (error instanceof InvalidInputError) {
+      assert.equal(await scriptCalls(admin), before, 'invalid input reached Redis');
+    }
+  }
+}
 
 /** Anything at all, with the shapes that have broken libraries before. */
 const anything = fc.oneof(
@@ -86,6 +112,78 @@ describe('fuzzing the public API', () => {
     );
   });
 
+  it('blockMs and escalate: a frozen policy or InvalidInputError', () => {
+    fc.assert(
+      fc.property(
+        fc.nat(builders.length - 1),
+        fc.oneof(anything, fc.integer()),
+        fc.oneof(
+          anything,
+          fc.record({ factor: anything, maxMs: anything, withinMs: anything }),
+          fc.record({ factor: fc.integer(), maxMs: fc.integer(), withinMs: fc.integer() }),
+        ),
+        (i, blockMs, escalate) => {
+          const base = [
+            { limit: 5, windowMs: 1000 },
+            { capacity: 5, refillIntervalMs: 1000 },
+            { limit: 5, windowMs: 1000 },
+            { limit: 5, windowMs: 1000 },
+            { limit: 5, periodMs: 1000 },
+          ][i];
+          try {
+            const policy = (builders[i] as (o: unknown) => unknown)({ ...base, blockMs, escalate });
+            assert.ok(Object.isFrozen(policy));
+          } catch (error) {
+            assert.ok(error instanceof InvalidInputError, String(error));
+          }
+        },
+      ),
+      { numRuns: 1000 },
+    );
+  });
+
+  it('reserve, settle, cancel, refund, charge: an answer or a typed error; invalid input sends nothing', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz-priced' });
+    const admin = await redis.admin();
+    const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
+    const scope = { tenant: 'fuzz', route: 'r' };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.nat(4),
+        fc.oneof(fc.constant(scope), anything),
+        fc.oneof(fc.constant(policy), anything),
+        fc.oneof(fc.integer({ min: -2, max: 8 }), anything),
+        fc.oneof(fc.constant(undefined), anything, fc.record({ id: anything, cost: anything })),
+        async (op, s, p, n, options) => {
+          const before = await scriptCalls(admin);
+          let pending: Promise<unknown>;
+          try {
+            pending = [
+              () => limiter.reserve(s as never, p as never, options as never),
+              () =>
+                limiter.settle(
+                  s as never,
+                  p as never,
+                  (options as { id?: never })?.id as never,
+                  n as never,
+                ),
+              () => limiter.cancel(s as never, p as never, n as never),
+              () => limiter.refund(s as never, p as never, n as never, options as never),
+              () => limiter.charge(s as never, p as never, n as never, options as never),
+            ][op]?.() as Promise<unknown>;
+          } catch (error) {
+            assert.fail(`threw synchronously: ${String(error)}`);
+          }
+          await answeredOrTyped(pending, admin, before, (answer) => {
+            const { allowed, applied } = answer as { allowed?: unknown; applied?: unknown };
+            return typeof allowed === 'boolean' || Number.isInteger(applied);
+          });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('take: a valid decision or a typed error, never a synchronous throw; invalid input sends nothing', async () => {
     const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz' });
     const admin = await redis.admin();
@@ -103,25 +201,14 @@ describe('fuzzing the public API', () => {
         ),
         fc.oneof(fc.constant(undefined), anything, fc.record({ cost: anything })),
         async (scope, policy, options) => {
-          const before =
-            (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+          const before = await scriptCalls(admin);
           let pending: Promise<Decision>;
           try {
             pending = limiter.take(scope as never, policy as never, options as never);
           } catch (error) {
             assert.fail(`take threw synchronously: ${String(error)}`);
           }
-          try {
-            assert.ok(validDecision(await pending));
-          } catch (error) {
-            if (error instanceof assert.AssertionError) throw error;
-            assert.ok(isSluiceError(error), String(error));
-            if (error instanceof InvalidInputError) {
-              const after =
-                (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
-              assert.equal(after, before, 'invalid input reached Redis');
-            }
-          }
+          await answeredOrTyped(pending, admin, before, (d) => validDecision(d as Decision));
         },
       ),
       { numRuns: 500 },

@@ -23,7 +23,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { Decision, Policy, Scope, TakeAllResult } from 'sluice';
+import type { Decision, Policy, Scope, Settlement, TakeAllResult } from 'sluice';
 import {
   fixedWindow,
   gcra,
@@ -33,6 +33,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
+import { digest, tenantTag } from '../../src/key.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
 import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -54,11 +55,19 @@ interface Item extends Target {
 /** Foreign state for a key, in terms of the case's algorithm (see `Case.foreign`). */
 type Spec = unknown;
 
+/** A take's idempotency key (few of them, so that they repeat), or null for none. */
+type Id = string | null;
+
 type Op =
-  | ({ kind: 'take' } & Item)
+  | ({ kind: 'take'; id?: Id } & Item)
   | ({ kind: 'peek' } & Item)
-  | { kind: 'takeAll'; items: Item[] }
+  | { kind: 'takeAll'; items: Item[]; id?: Id }
   | ({ kind: 'reset' } & Target)
+  | { kind: 'retry' }
+  | ({ kind: 'reserve'; id: string } & Item)
+  | ({ kind: 'settle'; id: string; actual: number } & Target)
+  | ({ kind: 'refund'; id: string } & Item)
+  | ({ kind: 'charge'; id: Id } & Item)
   | { kind: 'advance'; us: number }
   | ({ kind: 'seed'; state: Spec; ttl: number | null } & Target);
 
@@ -366,6 +375,39 @@ const cases: Case[] = [
 // --- Operations ---------------------------------------------------------------------------
 
 const target = { scope: fc.nat(2), policy: fc.nat(1) };
+/** Blocks on the first policy, now and then (a fixed block, or an escalating one). */
+const blockOptions = fc.oneof(
+  { weight: 2, arbitrary: fc.constant({}) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .record({
+        blockMs: fc.integer({ min: 1, max: 2000 }),
+        escalate: fc.option(
+          fc.record({
+            factor: fc.integer({ min: 2, max: 4 }),
+            times: fc.integer({ min: 1, max: 8 }),
+            withinMs: fc.integer({ min: 1, max: 2000 }),
+          }),
+          { nil: undefined },
+        ),
+      })
+      .map(({ blockMs, escalate }) =>
+        escalate === undefined
+          ? { blockMs }
+          : {
+              blockMs,
+              escalate: {
+                factor: escalate.factor,
+                maxMs: blockMs * escalate.times,
+                withinMs: escalate.withinMs,
+              },
+            },
+      ),
+  },
+);
+const takeId = fc.option(fc.constantFrom('a', 'b', 'c'), { freq: 2 });
+const pricedId = fc.constantFrom('a', 'b', 'c');
 const cost = (maxCost: number) =>
   fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: maxCost }));
 
@@ -387,6 +429,7 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
           kind: fc.constant('take' as const),
           ...target,
           cost: cost(maxCost),
+          id: takeId,
         }),
       },
       {
@@ -406,9 +449,49 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
             maxLength: 3,
             selector: (item) => item.scope * 2 + item.policy,
           }),
+          id: takeId,
         }),
       },
       { weight: 1, arbitrary: fc.record({ kind: fc.constant('reset' as const), ...target }) },
+      // The last take or takeAll with an id, sent again (a retry after a lost reply).
+      { weight: 2, arbitrary: fc.record({ kind: fc.constant('retry' as const) }) },
+      // Priced at the end: reserve, settle (a cancel is a settle of 0), refund, charge.
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('reserve' as const),
+          ...target,
+          cost: cost(maxCost),
+          id: pricedId,
+        }),
+      },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('settle' as const),
+          ...target,
+          id: pricedId,
+          actual: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: maxCost + 3 })),
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('refund' as const),
+          ...target,
+          cost: cost(maxCost),
+          id: pricedId,
+        }),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.record({
+          kind: fc.constant('charge' as const),
+          ...target,
+          cost: fc.integer({ min: 1, max: 2 * maxCost }),
+          id: takeId,
+        }),
+      },
       {
         weight: 4,
         arbitrary: fc.record({
@@ -431,7 +514,15 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
 
 // --- Comparison ---------------------------------------------------------------------------
 
-const shape = (d: Decision) => [d.allowed, d.remaining, d.limit, d.resetMs, d.retryAfterMs];
+const shape = (d: Decision) => [
+  d.allowed,
+  d.remaining,
+  d.limit,
+  d.resetMs,
+  d.retryAfterMs,
+  d.replayed,
+  d.blocked,
+];
 
 type Outcome = { ok: unknown } | { error: string };
 
@@ -440,6 +531,7 @@ async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
   try {
     const value = await call();
     if (typeof value === 'boolean') return { ok: value };
+    if (typeof value === 'object' && value !== null && 'applied' in value) return { ok: value };
     if (typeof value === 'object' && value !== null && 'decisions' in value) {
       const result = value as TakeAllResult;
       return {
@@ -448,6 +540,7 @@ async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
           decisions: result.decisions.map(shape),
           retryAfterMs: result.retryAfterMs,
           cached: result.cached,
+          replayed: result.replayed,
         },
       };
     }
@@ -515,18 +608,19 @@ async function virtualTtls(client: Client, keys: readonly string[]) {
 
 describe('model: Redis script ≡ in-memory twin under a controlled clock', () => {
   for (const c of cases) {
-    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, resets, foreign state) give identical decisions`, async () => {
+    it(`${c.name}: ${CASE_RUNS} random sequences (takes, peeks, takeAll, with and without ids, reserve, settle, refund, charge, resets, foreign state) give identical decisions`, async () => {
       const client = await redis.client();
       const admin = await redis.admin();
       await fc.assert(
         fc.asyncProperty(
           c.options,
           c.options,
+          blockOptions,
           fc.array(seedOp(c), { maxLength: 3 }),
           ops(c, 10),
-          async (options0, options1, seeds, sequence) => {
+          async (options0, options1, block, seeds, sequence) => {
             const policies = [
-              c.build(options0 as never),
+              c.build({ ...options0, ...block } as never),
               c.build({ ...options1, version: 'b' } as never),
             ] as const;
             const redisStore = new ClockedRedisStore(client);
@@ -561,10 +655,22 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
               keys,
               targets.map((t) => inMemory.keyOf(at(t).scope, at(t).policy)),
             );
+            /** The records of the ids taken (see `limiter/retry-safe.ts`). */
+            const records = new Set<string>();
+            const recordKey = (id: string, keys: readonly string[]) =>
+              `rate:${tenantTag(tenant)}:id:${digest([id, ...keys])}`;
+            const longest = Math.max(...policies.map((p) => p.horizonMs));
+            // The first policy's blocks, beside its keys (see block.lua).
+            for (const scope of [0, 1, 2]) records.add(`${keyOf({ scope, policy: 0 })}:b`);
             /** Keys holding foreign state with no TTL or one beyond the horizon, untouched since. */
             const exempt = new Set<string>();
 
-            for (const op of [...seeds, ...sequence] as Op[]) {
+            let lastWithId: Exclude<Op, { kind: 'retry' }> | undefined;
+            for (const next of [...seeds, ...sequence] as Op[]) {
+              if (next.kind === 'retry' && lastWithId === undefined) continue;
+              const op =
+                next.kind === 'retry' ? (lastWithId as Exclude<Op, { kind: 'retry' }>) : next;
+              if ((op.kind === 'take' || op.kind === 'takeAll') && op.id) lastWithId = op;
               const context = () => JSON.stringify({ op, nowUs });
               if (op.kind === 'advance') {
                 nowUs += op.us;
@@ -599,9 +705,45 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                 let b: Outcome;
                 if (op.kind === 'takeAll') {
                   const items = op.items.map((item) => ({ ...at(item), cost: item.cost }));
-                  a = await outcome(() => onRedis.takeAll(items));
-                  b = await outcome(() => inMemory.takeAll(items));
-                  if ('ok' in a && (a.ok as { allowed: boolean }).allowed) wrote = op.items;
+                  const options = op.id ? { id: op.id } : undefined;
+                  if (op.id) records.add(recordKey(op.id, op.items.map(keyOf)));
+                  a = await outcome(() => onRedis.takeAll(items, options));
+                  b = await outcome(() => inMemory.takeAll(items, options));
+                  const ok = 'ok' in a ? (a.ok as { allowed: boolean; replayed?: boolean }) : null;
+                  if (ok?.allowed && ok.replayed !== true) wrote = op.items;
+                } else if (
+                  op.kind === 'reserve' ||
+                  op.kind === 'settle' ||
+                  op.kind === 'refund' ||
+                  op.kind === 'charge'
+                ) {
+                  const t = at(op);
+                  const call = (l: RateLimiter): Promise<unknown> =>
+                    op.kind === 'reserve'
+                      ? l.reserve(t.scope, t.policy, { cost: op.cost, id: op.id })
+                      : op.kind === 'settle'
+                        ? l.settle(t.scope, t.policy, op.id, op.actual)
+                        : op.kind === 'refund'
+                          ? l.refund(t.scope, t.policy, op.cost, { id: op.id })
+                          : l.charge(t.scope, t.policy, op.cost, op.id ? { id: op.id } : undefined);
+                  a = await outcome(() => call(onRedis));
+                  b = await outcome(() => call(inMemory));
+                  const key = keyOf(op);
+                  const tag = tenantTag(tenant);
+                  if (op.kind === 'reserve' || op.kind === 'settle') {
+                    records.add(`rate:${tag}:rsv:${digest(['rsv', op.id, key])}`);
+                  } else if (op.id) {
+                    records.add(`rate:${tag}:id:${digest([op.kind, op.id, key])}`);
+                  }
+                  if ('ok' in a) {
+                    // A reserve's outcome is a decision's shape (replayed last); the others' a
+                    // settlement. A replay writes nothing, nor a call that moved nothing.
+                    const moved =
+                      op.kind === 'reserve'
+                        ? (a.ok as unknown[])[5] !== true && (a.ok as unknown[])[6] !== true
+                        : (a.ok as Settlement).applied !== 0 && !(a.ok as Settlement).replayed;
+                    if (moved) wrote = [op];
+                  }
                 } else if (op.kind === 'reset') {
                   const t = at(op);
                   a = await outcome(() => onRedis.reset(t.scope, t.policy));
@@ -611,14 +753,36 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                   const t = at(op);
                   const limiter = (l: RateLimiter) =>
                     op.kind === 'take'
-                      ? l.take(t.scope, t.policy, { cost: op.cost })
+                      ? l.take(
+                          t.scope,
+                          t.policy,
+                          op.id ? { cost: op.cost, id: op.id } : { cost: op.cost },
+                        )
                       : l.peek(t.scope, t.policy, { cost: op.cost });
                   a = await outcome(() => limiter(onRedis));
                   b = await outcome(() => limiter(inMemory));
-                  if (op.kind === 'take' && 'ok' in a) wrote = [op];
+                  // A replay writes nothing (as a peek).
+                  // A blocked take runs no algorithm: nothing written either.
+                  const replayed =
+                    'ok' in a &&
+                    ((a.ok as unknown[])[5] === true || (a.ok as unknown[])[6] === true);
+                  if (op.kind === 'take' && 'ok' in a && !replayed) wrote = [op];
+                  if (op.kind === 'take' && op.id) records.add(recordKey(op.id, [keyOf(op)]));
                 }
                 assert.deepEqual(a, b, context());
                 for (const t of wrote) exempt.delete(keyOf(t));
+              }
+
+              // An id's record lives no longer than the longest horizon of its policies.
+              for (const [i, record] of (await virtualTtls(admin, [...records])).entries()) {
+                if (!record.exists) continue;
+                const detail = () => `record ${[...records][i]}: ${context()}`;
+                assert.ok(record.vexp !== null, `a record without a TTL: ${detail()}`);
+                if (record.vexp < ms(nowUs)) continue;
+                assert.ok(
+                  record.vexp - ms(highUs) <= longest,
+                  `TTL beyond ${longest} ms: ${detail()}`,
+                );
               }
 
               // No state outlives one horizon (a peek writes nothing).

@@ -271,6 +271,18 @@ describe('examples, run', { concurrency: 2 }, () => {
     assert.equal(await printedWithRedis('use.ts'), 'admitted, 9 left\ncounted in Redis: 1\n');
   });
 
+  it('examples/llm-tokens.ts: three replicas reserve max_tokens and settle the usage', async () => {
+    assert.equal(
+      await printedWithRedis('llm-tokens.ts'),
+      [
+        '5 of 6 calls reserved 2000 tokens each; 1 got 429',
+        'each used 700 and gave back 1300, 1300, 1300, 1300, 1300',
+        'tokens left: 6500 and some',
+        '',
+      ].join('\n'),
+    );
+  });
+
   it('examples/stacked.ts: stacked limits with takeAll, peek and reset, printed', async () => {
     assert.equal(
       await printedWithRedis('stacked.ts'),
@@ -603,6 +615,35 @@ describe('examples, run', { concurrency: 2 }, () => {
     assert.equal(search.headers.get('ratelimit-policy'), '"api-calls";q=100;w=10');
     assert.match(search.headers.get('ratelimit') ?? '', /^"api-calls";r=(9[6-9]|100);t=\d+$/);
     assert.equal((await posted(orders, 'token-of-nobody')).status, 401);
+    await stop();
+  });
+
+  it('examples/login.ts: only failures count, per user and address and per address; success resets the user; a block after repeated failures', async () => {
+    const { base, stop } = await serve('login.ts');
+    const attempt = async (username: string, password: string) => {
+      const res = await fetch(`${base}/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username, password }),
+      });
+      const body = await res.text();
+      return { status: res.status, body, retryAfter: res.headers.get('retry-after') };
+    };
+    const good = 'correct horse battery staple';
+    for (let i = 0; i < 4; i++) assert.equal((await attempt('ada', 'wrong')).status, 401);
+    assert.equal((await attempt('ada', good)).status, 200, 'a success is never counted');
+    await sleep(50); // its settle and the reset follow the response
+    // The success forgot the four failures: five more before the limit.
+    for (let i = 0; i < 5; i++) assert.equal((await attempt('ada', 'wrong')).status, 401);
+    await sleep(50);
+    const blocked = await attempt('ada', 'wrong');
+    assert.equal(blocked.status, 429);
+    assert.match(blocked.body, /abnormal-usage-detected/);
+    // Blocked for a minute, within a window that is full for 15 minutes anyway.
+    assert.equal(blocked.retryAfter, '900');
+    assert.equal((await attempt('ada', good)).status, 429, 'blocked, even with the password');
+    // Other users from the same address are not blocked (the address's own limit is 50).
+    assert.equal((await attempt('bob', 'x')).status, 401);
     await stop();
   });
 

@@ -12,6 +12,7 @@ import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from 
 import type { HeaderOptions } from '../core.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits } from '../limits.js';
 import { LocalWindow } from '../local-window.js';
+import type { SettleOption } from './settle.js';
 import type { GuardOptions, HttpOutcomeEvent, ResponseHooks } from './types.js';
 
 /** The option names `createGuard` knows; any other is a misspelling and refused. */
@@ -34,6 +35,8 @@ export const GUARD_OPTION_KEYS: readonly string[] = [
   'wwwAuthenticate',
   'metrics',
   'requestId',
+  'settle',
+  'retryId',
 ];
 
 /**
@@ -67,6 +70,8 @@ export interface GuardConfig<Req> {
   readonly metrics: Pick<Metrics, 'request'> | undefined;
   readonly onOutcome: ((event: HttpOutcomeEvent) => void) | undefined;
   readonly requestId: ((req: Req) => string | undefined) | undefined;
+  readonly settle: SettleOption<Req> | undefined;
+  readonly retryId: ((req: Req) => string | undefined) | undefined;
 }
 
 /** A printable header value: no control characters (so no CR/LF injection). */
@@ -97,7 +102,7 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
   if (typeof identify !== 'function') {
     throw new InvalidInputError('identify', 'a function', identify);
   }
-  for (const name of ['user', 'skip', 'onOutcome', 'requestId'] as const) {
+  for (const name of ['user', 'skip', 'onOutcome', 'requestId', 'settle', 'retryId'] as const) {
     const hook = options[name];
     if (hook !== undefined && typeof hook !== 'function') {
       throw new InvalidInputError(name, 'a function', hook);
@@ -145,6 +150,8 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
     metrics,
     onOutcome,
     requestId: options.requestId,
+    settle: options.settle,
+    retryId: options.retryId,
   });
 }
 

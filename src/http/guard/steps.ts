@@ -11,11 +11,13 @@
 
 import { isConcurrency } from '../../algorithms/concurrency.js';
 import { InvalidInputError, isSluiceError } from '../../errors.js';
+import type { Reservation } from '../../limiter/priced.js';
 import type { Decision, Lease, TakeAllItem } from '../../types.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits, scopeOf } from '../limits.js';
 import { holdingLeases } from './leases.js';
 import type { GuardConfig } from './options.js';
 import { decided, failed, type OutcomeCounts, PASS, record, unidentified } from './outcome.js';
+import { reserveAll, settleOnce } from './settle.js';
 import type { GuardVerdict } from './types.js';
 
 /** The guard's function: each request's verdict, recorded on `counts`. */
@@ -59,9 +61,13 @@ export function requestSteps<Req>(
     // An id the client may have written (a request header): one that does not fit is left
     // out of the events, never a reason to fail the request.
     const requestId = fittingRequestId(requestIdOf?.(req));
+    // The client's idempotency key, when the route reads one (retry-safe takes): one that
+    // does not fit is no key, never a reason to fail the request.
+    const id = retryIdOf(config.retryId, req);
     let decisions: readonly Decision[];
     let cached = false;
     let leases: readonly Lease[] | undefined;
+    let reserved: readonly Reservation[] | undefined;
     try {
       if (limits.length === 1 && isConcurrency((limits[0] as ResolvedLimit).policy)) {
         const only = limits[0] as ResolvedLimit;
@@ -72,19 +78,37 @@ export function requestSteps<Req>(
         );
         decisions = [lease];
         if (lease.allowed) leases = [lease];
+      } else if (config.settle !== undefined) {
+        // Priced at the end: reserved now, settled when the response ends (settle.ts).
+        ({ decisions, reservations: reserved } = await reserveAll(
+          limiter,
+          limits,
+          tenant,
+          route,
+          user,
+          cost,
+          requestId,
+          id,
+        ));
       } else if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
         decisions = [
           await limiter.take(
             scopeOf(only.per, tenant, route, user),
             only.policy,
-            requestId === undefined ? { cost } : { cost, requestId },
+            id === undefined
+              ? requestId === undefined
+                ? { cost }
+                : { cost, requestId }
+              : { cost, requestId, id },
           ),
         ];
       } else {
+        // A takeAll holding leases takes no id: its leases get fresh ids on every call.
+        const takeId = limits.some((limit) => isConcurrency(limit.policy)) ? undefined : id;
         const result = await limiter.takeAll(
           takeAllItems(limits, tenant, route, user, cost),
-          requestId === undefined ? undefined : { requestId },
+          requestId === undefined && takeId === undefined ? undefined : { requestId, id: takeId },
         );
         decisions = result.decisions;
         cached = result.cached;
@@ -103,7 +127,9 @@ export function requestSteps<Req>(
       return failed(config, counts, req, route, names, tenant, cost, error);
     }
     const verdict = decided(config, counts, req, route, limits, names, decisions, cached);
-    return leases === undefined ? verdict : holdingLeases(verdict, leases);
+    const held = leases === undefined ? verdict : holdingLeases(verdict, leases);
+    if (reserved === undefined || !held.pass || config.settle === undefined) return held;
+    return { ...held, settle: settleOnce(config.settle, req, reserved) };
   };
 }
 
@@ -186,6 +212,16 @@ function takeAllItems(
     policy: limit.policy,
     cost,
   }));
+}
+
+/** The `retryId` option's answer when it is an id the limiter takes (1–128 characters). */
+function retryIdOf<Req>(
+  retryId: ((req: Req) => string | undefined) | undefined,
+  req: Req,
+): string | undefined {
+  if (retryId === undefined) return undefined;
+  const id: unknown = retryId(req);
+  return typeof id === 'string' && id.length > 0 && id.length <= 128 ? id : undefined;
 }
 
 /** A request id the limiter takes (1–256 characters, cut to 256), else undefined. */

@@ -3,11 +3,13 @@
  * response hooks. Types only, so that adapters and metrics sinks can name them without
  * loading the guard's code.
  */
+
 import type { RateLimiter } from '../../limiter/rate-limiter.js';
 import type { HttpOutcome, Metrics } from '../../metrics/types.js';
 import type { Decision } from '../../types.js';
 import type { FailureMode, HeaderOptions, HttpResponseSpec } from '../core.js';
 import type { LimitsOption } from '../limits.js';
+import type { SettledResponse, SettleOption } from './settle.js';
 
 export type { HttpOutcome };
 
@@ -184,6 +186,26 @@ export interface GuardOptions<Req> {
    * `'Bearer realm="api"'`. Default `"Bearer"`.
    */
   readonly wwwAuthenticate?: string;
+  /**
+   * Costs known when the response ends: the guard reserves the route's cost on every limit
+   * before the handler and, once the response finishes or the connection closes, settles
+   * each with this function's answer — the actual cost, a non-negative safe integer (0
+   * gives all back). For a login route that counts only failures: `settle: (req, res) =>
+   * (res.statusCode < 400 ? 0 : 1)`, exact under concurrency (at most the limit of attempts
+   * in flight or failed). A throw or a bad answer leaves the cost consumed. Stacked limits
+   * are reserved in one coalesced call and each settled; when one refuses, the others are
+   * cancelled. See `docs/priced.md`.
+   */
+  readonly settle?: SettleOption<Req>;
+  /**
+   * The request's idempotency key, e.g. `(req) => req.headers['idempotency-key']`: makes the
+   * guard's take (or takeAll, or reserve) retry-safe — a retried request with the same key
+   * within the policies' horizon replays the first decision and consumes nothing (see
+   * `TakeOptions.id`). Off by default. An answer that is not a string of 1–128 characters is
+   * no key (never a failure). Only for keys a client cannot use to replay another tenant's
+   * decision: the key is scoped to the tenant, route and user the guard identified.
+   */
+  readonly retryId?: (req: Req) => string | undefined;
 }
 
 /**
@@ -213,7 +235,11 @@ export type RouteLimitSettings<Req> = Pick<GuardOptions<Req>, 'policy'> &
 
 /** What the guard decided for one request. */
 export type GuardVerdict =
-  /** Run the handler; add `headers` to its response (the shadow header, when set). */
+  /**
+   * Run the handler; add `headers` to its response (the shadow header, when set). With the
+   * `settle` option, call `settle(res)` once when the response finishes or the connection
+   * closes (every adapter does).
+   */
   | {
       readonly pass: true;
       readonly headers: Readonly<Record<string, string>>;
@@ -223,6 +249,7 @@ export type GuardVerdict =
        * are renewed until then; uncalled, they expire `leaseMs` after their last renewal.
        */
       readonly release?: () => void;
+      readonly settle?: (res: SettledResponse) => Promise<void>;
     }
   /** Answer `response` now; the handler must not run. */
   | { readonly pass: false; readonly response: HttpResponseSpec };

@@ -1,0 +1,132 @@
+-- Priced operations of the batch script (inserted into batch.lua; see settle/registry.ts and
+-- limiter/priced.ts). Each request is one scope item, then its record item (optional for
+-- a charge without an id). The scope item's ARGV are its policy's, then one more: the units
+-- of the operation. The record item has batch id 0 and one argument: its TTL in ms.
+--   k  reserve: a take of `units`; an admitted one also records its mark (the window or
+--      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots.
+--      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,settled[,applied,left]".
+--   s  settle a reservation with `units` actual: moves `units − cost` into the state it was
+--      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation or a
+--      refused one changes nothing.
+--   f  refund `units` into the current state; g  charge `units` past the limit.
+-- The reply of s, f and g: { known (0: no such reservation), applied (signed units moved),
+-- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
+-- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
+
+local PRICED = { k = true, s = true, f = true, g = true }
+
+-- Integer division exact for |values| <= 2^53 (as the algorithms' own), shared by the SETTLE
+-- bodies below.
+local function floor_div(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then q = q - 1 end
+  if (q + 1) * b <= a then q = q + 1 end
+  return q
+end
+
+local function ceil_div(a, b)
+  local q = math.floor(a / b)
+  if q * b < a then q = q + 1 end
+  if (q - 1) * b >= a then q = q - 1 end
+  return q
+end
+
+local function ms_up(us)
+  if us <= 0 then return 0 end
+  return floor_div(us + 999, 1000)
+end
+
+local SETTLE = {}
+--[[SETTLE]]--
+
+local function record_get(k)
+  return redis.call('GET', k)
+end
+
+local function record_set(k, v, ttl)
+  if ttl then
+    redis.call('SET', k, v, 'PX', ttl)
+  else
+    redis.call('SET', k, v, 'KEEPTTL')
+  end
+end
+
+-- A record's integers, or nil when absent or not all integers.
+local function record_numbers(k)
+  local text = record_get(k)
+  if not text then return nil end
+  local out = {}
+  for v in string.gmatch(text, '[^,]+') do
+    local x = tonumber(v)
+    if not x or x ~= math.floor(x) then return nil end
+    out[#out + 1] = x
+  end
+  return out
+end
+
+local function record_text(values)
+  local text = {}
+  for j = 1, #values do text[j] = string.format('%d', values[j]) end
+  return table.concat(text, ',')
+end
+
+-- One priced request; returns its item's four slots and whether it was replayed.
+local function priced_request(op, i, id, base, units, record, ttl)
+  local adjust = SETTLE[id]
+  if adjust == nil then
+    error({ err = 'ERR reserve, settle, refund and charge do not support this algorithm' })
+  end
+  if op == 'k' then
+    local rec = record_numbers(record)
+    if rec and #rec >= 7 then return { rec[1], rec[2], rec[3], rec[4] }, 1 end
+    local ok, r = decide(i, id, base, false, false)
+    if not ok then error(r) end
+    local mark = 0
+    if r[1] == 1 then mark = adjust(i, base, nil, nil, units) end
+    record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, 0 }), ttl)
+    return r, 0
+  end
+  if op == 's' then
+    local rec = record_numbers(record)
+    if not rec or #rec < 7 then return { 0, 0, 0, 0 }, 0 end
+    if rec[7] == 1 and #rec == 9 then return { 1, rec[8], rec[9], 0 }, 1 end
+    local applied, left = 0, rec[2]
+    if rec[1] == 1 then
+      local r = adjust(i, base, units - rec[5], rec[6], rec[5])
+      applied, left = r[1], r[2]
+    end
+    record_set(record, record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], 1, applied, left }))
+    return { 1, applied, left, 0 }, 0
+  end
+  if record then
+    local rec = record_numbers(record)
+    if rec and #rec == 2 then return { 1, rec[1], rec[2], 0 }, 1 end
+  end
+  local delta = units
+  if op == 'f' then delta = -units end
+  local r = adjust(i, base, delta, nil, units)
+  if record then record_set(record, record_text({ r[1], r[2] }), ttl) end
+  return { 1, r[1], r[2], 0 }, 0
+end
+
+-- Runs the priced request of n items starting at KEYS[first] and ARGV[a]; returns the ARGV
+-- cursor after it.
+local function priced(op, n, first, a)
+  local id, base = tonumber(ARGV[a]), a + 1
+  local argc = tonumber(ARGV[base])
+  local units = tonumber(ARGV[base + argc])
+  local after = a + 2 + argc
+  local record, ttl
+  if n == 2 then
+    record, ttl = KEYS[first + 1], ARGV[after + 2]
+    after = after + 2 + tonumber(ARGV[after + 1])
+  end
+  local ok, r, replayed = pcall(priced_request, op, first, id, base, units, record, ttl)
+  if ok then
+    emit(r[1], r[2], r[3], r[4])
+    if record then emit(replayed, 0, 0, 0) end
+  else
+    failed(n, r)
+  end
+  return after
+end

@@ -1,0 +1,153 @@
+/**
+ * The limiter's reserve, settle, cancel, refund and charge (see `priced.ts`): validate, then
+ * one priced call through the limiter's in-flight cap, deadline and coalescer. Kept apart
+ * from `rate-limiter.ts`, whose methods call these.
+ */
+import { decodeDecision, type WireItem } from '../algorithms/batch-wire.js';
+import { StoreError } from '../errors.js';
+import type { Policy, Scope } from '../types.js';
+import type { InFlight, Settler } from './calls.js';
+import {
+  PricedCall,
+  type PricedOp,
+  type PricedOptions,
+  pricedRecord,
+  Reservation,
+  type ReserveOptions,
+  readPricedId,
+  readReservationId,
+  readUnits,
+  replayedAt,
+  requireSettle,
+  reservationId,
+  type Settlement,
+  settlement,
+} from './priced.js';
+import type { Target, TargetMaker } from './targets.js';
+
+/** What the operations need of their limiter. */
+export interface PricedHost {
+  readonly targets: TargetMaker;
+  readonly settler: Settler;
+  /** The limiter's path for a call: in-flight cap, deadline, coalescer. */
+  send<T>(
+    make: (resolve: (value: T) => void, reject: (error: Error) => void) => InFlight,
+  ): Promise<T>;
+  /** Counts a call refused for bad input, and rejects it. */
+  invalid<T>(error: unknown): Promise<T>;
+  /** Units were given back to `target`'s scope: cached denials of it no longer hold. */
+  gaveBack(target: Target): void;
+}
+
+export class PricedOps {
+  constructor(readonly host: PricedHost) {}
+
+  reserve(scope: Scope, policy: Policy, options?: ReserveOptions): Promise<Reservation> {
+    let target: Target;
+    let id: string;
+    try {
+      target = this.#target(scope, policy, options);
+      id = reservationId(options);
+    } catch (error) {
+      return this.host.invalid(error);
+    }
+    const settle = (actualCost: number) => {
+      try {
+        return this.#settle(target, id, readUnits(actualCost, 'actualCost', true));
+      } catch (error) {
+        return this.host.invalid<Settlement>(error);
+      }
+    };
+    return this.#call('k', target, target.cost, pricedRecord(target, 'rsv', id), (reply, at) => {
+      const decision = decodeDecision(reply, at, policy.limit);
+      if (decision === undefined) throw new StoreError('ERR unexpected reply to a reserve');
+      return new Reservation({ ...decision, replayed: replayedAt(reply, at, 2) }, id, settle);
+    });
+  }
+
+  settle(scope: Scope, policy: Policy, id: string, actualCost: number): Promise<Settlement> {
+    let target: Target;
+    let units: number;
+    let reservation: string;
+    try {
+      target = this.#target(scope, policy, undefined);
+      reservation = readReservationId(id);
+      units = readUnits(actualCost, 'actualCost', true);
+    } catch (error) {
+      return this.host.invalid(error);
+    }
+    return this.#settle(target, reservation, units);
+  }
+
+  adjust(
+    op: 'f' | 'g',
+    scope: Scope,
+    policy: Policy,
+    cost: number,
+    options: PricedOptions | undefined,
+  ): Promise<Settlement> {
+    let target: Target;
+    let units: number;
+    let id: string | undefined;
+    try {
+      target = this.#target(scope, policy, undefined);
+      units = readUnits(cost, 'cost', false);
+      id = readPricedId(options, op === 'f');
+    } catch (error) {
+      return this.host.invalid(error);
+    }
+    const record =
+      id === undefined ? undefined : pricedRecord(target, op === 'f' ? 'refund' : 'charge', id);
+    return this.#call(op, target, units, record, (reply, at) =>
+      this.#settled(
+        target,
+        settlement(reply, at, policy.limit, replayedAt(reply, at, record === undefined ? 1 : 2)),
+      ),
+    );
+  }
+
+  #target(scope: Scope, policy: Policy, options: ReserveOptions | undefined): Target {
+    const target = this.host.targets.one(scope, policy, options, 'scope', 'policy', 'options');
+    requireSettle(policy);
+    return target;
+  }
+
+  #settle(target: Target, id: string, units: number): Promise<Settlement> {
+    return this.#call('s', target, units, pricedRecord(target, 'rsv', id), (reply, at) =>
+      this.#settled(target, settlement(reply, at, target.policy.limit, replayedAt(reply, at, 2))),
+    );
+  }
+
+  /** A settlement that gave units back makes cached denials of the scope stale. */
+  #settled(target: Target, result: Settlement): Settlement {
+    if (result.applied < 0 && !result.replayed) this.host.gaveBack(target);
+    return result;
+  }
+
+  #call<T>(
+    op: PricedOp,
+    target: Target,
+    units: number,
+    record: WireItem | undefined,
+    decode: (reply: readonly unknown[], offset: number) => T,
+  ): Promise<T> {
+    return this.host.send<T>(
+      (resolve, reject) =>
+        new PricedCall(
+          this.host.settler,
+          op,
+          target,
+          units,
+          record,
+          (reply, offset) => {
+            try {
+              resolve(decode(reply, offset));
+            } catch (error) {
+              reject(error as Error);
+            }
+          },
+          reject,
+        ),
+    );
+  }
+}
