@@ -275,16 +275,20 @@ function fromDecision(d: Decision, over: boolean): Outcome {
 }
 
 /**
- * THE ONE STEP LEFT TO WIRE: a refused request's descriptors that were over are counted as
- * the reference counts them — their hits debited even past the limit — so that Envoy's
- * check-then-debit flow (`hits_addend: 0`, then the real hits when the stream ends) stays
- * bounded: a debit that goes over still counts, and the next check sees the scope over.
- * It needs `limiter.charge(scope, policy, cost)` (consume past the limit, atomically on
- * Redis), which is being added to the algorithms; until it is merged, a refused request
- * spends nothing at all (the debit that would go over is refused whole and not counted).
+ * Counts, as the reference does, the descriptors that refused a request, and only those
+ * (a refused request spends no quota that did not refuse it): so Envoy's check-then-debit
+ * flow (`hits_addend: 0`, then the real hits when the stream ends) stays bounded — a debit
+ * that goes over still counts, and the next check sees the scope over. `limiter.charge`
+ * consumes past the limit atomically on Redis, the debt bounded by one horizon (see
+ * docs/priced.md). A sliding window log cannot be charged (its members carry running
+ * totals): its refused debit counts nothing, as a refused take.
  *
  * @param items the takeAll items that refused the request (never those that would have fit).
  */
-async function chargeRefused(_limiter: RateLimiter, _items: readonly TakeAllItem[]) {
-  // After the merge: await Promise.all(items.map((i) => _limiter.charge(i.scope, i.policy, i.cost)));
+async function chargeRefused(limiter: RateLimiter, items: readonly TakeAllItem[]) {
+  await Promise.all(
+    items
+      .filter((item) => item.policy.algorithm !== 'sliding-window-log')
+      .map((item) => limiter.charge(item.scope, item.policy, item.cost ?? 1)),
+  );
 }
