@@ -164,7 +164,7 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     // configuration, packed with no scripts.
     const stage = join(temp, 'stage');
     mkdirSync(stage);
-    for (const entry of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'dist']) {
+    for (const entry of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', 'docs', 'dist']) {
       cpSync(join(root, entry), join(stage, entry), { recursive: true });
     }
     await run(process.execPath, [join(root, 'node_modules/clean-package/bin/main.js')], stage);
@@ -202,14 +202,18 @@ describe('the packed package, installed in a fresh app', { timeout: 120_000 }, (
     if (temp) rmSync(temp, { recursive: true, force: true });
   });
 
-  it('ships dist/, the README, LICENSE and CHANGELOG — no sources, tests, bench or examples', () => {
+  it('ships dist/, the README, LICENSE, CHANGELOG and docs/ — no sources, tests, bench or examples', () => {
     for (const path of packed) {
       assert.match(
         path,
-        /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+\.(js|js\.map|d\.ts|lua|json)|dist\/serve\/proto\/.+\.proto)$/,
+        /^(package\.json|README\.md|LICENSE|CHANGELOG\.md|docs\/[A-Za-z0-9-]+\.md|dist\/.+\.(js|js\.map|d\.ts|lua|json)|dist\/serve\/proto\/.+\.proto)$/,
       );
     }
     for (const needed of [
+      'docs/README.md',
+      'docs/concurrency.md',
+      'docs/priced.md',
+      'docs/serve.md',
       'dist/index.js',
       'dist/index.d.ts',
       'dist/cli/main.js',
