@@ -140,10 +140,15 @@ export class Prefetcher {
     if (this.#closed || target.cost !== 1) return undefined;
     const now = performance.now();
     let slot = this.#slots.get(target.localKey);
-    if (slot !== undefined && slot.units > 0) {
-      if (now < slot.usableUntil) return Promise.resolve(this.#local(slot, target, requestId, 0));
-      this.#giveBack(slot);
-      slot = this.#slots.get(target.localKey);
+    if (slot !== undefined) {
+      if (slot.units > 0 && now < slot.usableUntil) {
+        return Promise.resolve(this.#local(slot, target, requestId, 0, now));
+      }
+      // The window's last moments: its units are going back; takes go one by one.
+      if (now >= slot.usableUntil && now < slot.windowEnd && !slot.fetching) {
+        if (slot.units > 0) this.#giveBack(slot);
+        return undefined;
+      }
     }
     if (slot === undefined) {
       if (this.#slots.size >= MAX_PREFETCH_SCOPES) return undefined;
@@ -183,9 +188,14 @@ export class Prefetcher {
   }
 
   /** A take admitted from `slot`'s grant. */
-  #local(slot: Slot, target: Target, requestId: string | undefined, startedAt: number): Decision {
+  #local(
+    slot: Slot,
+    target: Target,
+    requestId: string | undefined,
+    startedAt: number,
+    now: number,
+  ): Decision {
     slot.units--;
-    const now = performance.now();
     const decision: Decision = {
       allowed: true,
       remaining: slot.left + slot.units,
@@ -276,7 +286,7 @@ export class Prefetcher {
     if (now < slot.usableUntil) {
       for (; i < waiters.length && slot.units > 0; i++) {
         const waiter = waiters[i] as Waiter;
-        waiter.resolve(this.#local(slot, waiter.target, waiter.requestId, waiter.startedAt));
+        waiter.resolve(this.#local(slot, waiter.target, waiter.requestId, waiter.startedAt, now));
       }
     }
     slot.waiters = waiters.slice(i);
@@ -325,14 +335,23 @@ export class Prefetcher {
     slot.timer = undefined;
   }
 
-  /** Stops `slot`'s timer; drops it once it holds nothing and nobody waits. */
+  /**
+   * Stops `slot`'s timer; drops it once it holds nothing and nobody waits — at its window's
+   * end when that is near (until then its takes go one by one, see `take`).
+   */
   #clear(slot: Slot): void {
     this.#stopTimer(slot);
-    if (slot.units === 0 && !slot.fetching && slot.waiters.length === 0) {
-      if (this.#slots.get(slot.target.localKey) === slot) this.#slots.delete(slot.target.localKey);
+    if (slot.units > 0 || slot.fetching || slot.waiters.length > 0) return;
+    const left = slot.windowEnd - performance.now();
+    if (left > 0 && left <= 2 * GIVE_BACK_MARGIN_MS && !this.#closed) {
+      slot.timer = setTimeout(() => this.#clear(slot), left);
+      slot.timer.unref?.();
+    } else if (this.#slots.get(slot.target.localKey) === slot) {
+      this.#slots.delete(slot.target.localKey);
     }
   }
 }
+
 /** A grant call's reply: the take's decision, the extra units granted, their window. */
 function decodeGrant(
   reply: readonly unknown[],
