@@ -79,6 +79,7 @@ export type {
   Decision,
   Lease,
   Policy,
+  PrefetchSpec,
   Scope,
   TakeAllItem,
   TakeAllOptions,

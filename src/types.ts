@@ -224,6 +224,18 @@ export interface Policy {
   readonly denialHold: (decision: Decision, cost: number) => DenialHold | undefined;
   /** @internal The policy's block (`blockMs`, `escalate`), if any. */
   readonly block?: BlockSpec;
+  /**
+   * The policy's `prefetch` option (a fixed window's; see `docs/prefetch.md`), if any: a
+   * replica takes grants of up to `maxUnits` units of a hot scope's quota and admits from
+   * them without a Redis call.
+   */
+  readonly prefetch?: PrefetchSpec;
+}
+
+/** A policy's `prefetch` option, as its builder read it (see `docs/prefetch.md`). */
+export interface PrefetchSpec {
+  /** Most units one grant takes besides the take that asks for it: 1 to 65,536. */
+  readonly maxUnits: number;
 }
 
 /**

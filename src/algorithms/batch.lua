@@ -23,6 +23,7 @@
 --      taken; else the take is decided and its slots recorded, in this same call. The
 --      record's own reply: { 1 when replayed else 0, 0, 0, 0 }.
 --   k, s, f, g  reserve, settle, refund, charge (see settle/priced.lua, inserted below).
+--   w, y  prefetch grant and give-back (see settle/prefetch.lua, inserted below).
 --
 -- KEYS     every item's key, in order
 -- ARGV     for each request: op, n (its item count), then for each item: algorithm id (0 for
@@ -104,6 +105,8 @@ while a <= argc do
 
   if PRICED[op] then
     a = priced(op, n, first, a)
+  elseif PREFETCH[op] then
+    a = prefetch(op, n, first, a)
   elseif replay then
     for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end
     if replay.err then

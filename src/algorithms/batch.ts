@@ -58,6 +58,7 @@ export function batchBody(script: LuaScript, modal = true): string {
 
 const template = readFileSync(new URL('./batch.lua', import.meta.url), 'utf8');
 const pricedTemplate = readFileSync(new URL('./settle/priced.lua', import.meta.url), 'utf8');
+const prefetchSource = readFileSync(new URL('./settle/prefetch.lua', import.meta.url), 'utf8');
 const blockSource = readFileSync(new URL('./block.lua', import.meta.url), 'utf8');
 
 /**
@@ -89,7 +90,7 @@ export function buildBatch(
     template
       .replace('--[[ALGORITHMS]]--', () => functions)
       .replace('--[[BLOCK]]--', () => blockSource)
-      .replace('--[[PRICED]]--', () => priced),
+      .replace('--[[PRICED]]--', () => `${priced}\n${prefetchSource}`),
     0,
   );
 }

@@ -12,7 +12,7 @@
  * when admitted.
  */
 
-import type { Policy } from '../types.js';
+import type { Policy, PrefetchSpec } from '../types.js';
 import {
   buildPolicy,
   MAX_LIMIT,
@@ -22,6 +22,7 @@ import {
   policyInteger,
   requireObject,
 } from './policy.js';
+import { readPrefetch } from './prefetch-option.js';
 import { loadScript } from './script.js';
 import { numbers, type Twin } from './twin.js';
 
@@ -35,12 +36,22 @@ export interface FixedWindowOptions extends PolicyIdentityOptions {
   readonly limit: number;
   /** Window length in milliseconds: an integer from 1 to 315,360,000,000 (10 years). */
   readonly windowMs: number;
+  /**
+   * Prefetched quota for hot scopes (see `docs/prefetch.md`): a replica takes up to
+   * `maxUnits` (an integer from 1 to 65,536) of a scope's remaining units in one script call,
+   * consumed in Redis at once, and admits takes of cost 1 from them locally until they run
+   * out or the window nears its end; unused units go back into the same window at
+   * `limiter.close()` and before the window ends. Not part of the policy's identity.
+   * Default: none.
+   */
+  readonly prefetch?: { readonly maxUnits: number };
 }
 
 /** A fixed-window policy, made by {@link fixedWindow}. */
 export interface FixedWindowPolicy extends Policy {
   readonly algorithm: 'fixed-window';
   readonly windowMs: number;
+  readonly prefetch: PrefetchSpec | undefined;
 }
 
 /**
@@ -48,12 +59,14 @@ export interface FixedWindowPolicy extends Policy {
  *
  * @throws {InvalidInputError} when `limit` or `windowMs` is not a positive safe integer, or
  *   `name` or `version` is malformed (field `policy.limit`, `policy.windowMs`,
- *   `policy.name`, `policy.version`).
+ *   `policy.name`, `policy.version`), or `prefetch` is not `{ maxUnits }` with an integer
+ *   from 1 to 65,536 (field `policy.prefetch`, `policy.prefetch.maxUnits`).
  */
 export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
-  requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs']);
+  requireObject(options, '{ limit, windowMs }', ['limit', 'windowMs', 'prefetch']);
   const limit = policyInteger(options, 'limit', MAX_LIMIT);
   const windowMs = policyInteger(options, 'windowMs', MAX_WINDOW_MS);
+  const prefetch = readPrefetch(options);
   const { name, version, block } = policyIdentity(options);
   return buildPolicy(
     {
@@ -71,7 +84,7 @@ export function fixedWindow(options: FixedWindowOptions): FixedWindowPolicy {
       params: [limit, windowMs],
       fullUntilReset: true,
     },
-    { algorithm: 'fixed-window' as const, windowMs },
+    { algorithm: 'fixed-window' as const, windowMs, prefetch },
   );
 }
 

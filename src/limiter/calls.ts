@@ -38,7 +38,7 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
   meta: CallMeta | undefined = undefined;
   /** Waiting for the store's first connection, not sent yet (see `start-gate.ts`). */
   held = false;
-  abstract readonly op: 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g';
+  abstract readonly op: 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'w' | 'y';
   abstract readonly size: number;
   abstract readonly work: number;
   abstract readonly script: LuaScript | undefined;

@@ -41,6 +41,7 @@ import { type AcquireOptions, Leases } from './leases.js';
 import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
+import { Prefetcher } from './prefetch.js';
 import type { PricedOptions, Reservation, ReserveOptions, Settlement } from './priced.js';
 import { PricedOps } from './priced-ops.js';
 import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
@@ -75,6 +76,8 @@ export class RateLimiter {
   readonly #waits: Waits;
   /** Reserve, settle, cancel, refund and charge (see `priced.ts`). */
   readonly #priced: PricedOps;
+  /** Prefetched quota of hot scopes (see `prefetch.ts`). */
+  readonly #prefetch: Prefetcher;
 
   /**
    * @throws {InvalidInputError} for a missing or ambiguous store, an unknown option or an
@@ -153,6 +156,18 @@ export class RateLimiter {
         this.#denials.announceReset().catch(() => {});
       },
     });
+    this.#prefetch = new Prefetcher({
+      settler: this.#outcomes,
+      stats: this.#stats,
+      reporter: this.#reporter,
+      send: (make) => this.#send(make, undefined),
+      refused: (target, decision, sentAt) =>
+        this.#denials.remember(target.policy, target.localKey, 1, decision, sentAt, false),
+      gaveBack: (target) => {
+        this.#denials.forget(target.localKey);
+        this.#denials.announceReset().catch(() => {});
+      },
+    });
     // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);
     this.takeAll = this.takeAll.bind(this);
@@ -169,6 +184,23 @@ export class RateLimiter {
     this.cancel = this.cancel.bind(this);
     this.refund = this.refund.bind(this);
     this.charge = this.charge.bind(this);
+    this.close = this.close.bind(this);
+  }
+
+  /**
+   * Gives back every prefetched unit this limiter holds (policies with `prefetch`, see
+   * `docs/prefetch.md`) into the window it came from, and stops prefetching: later takes of
+   * those policies go to Redis one by one. Resolves once Redis answered every give-back (one
+   * that fails is dropped: its units end with their window). Closes neither the client nor
+   * anything else; the limiter keeps deciding. Never rejects.
+   */
+  close(): Promise<void> {
+    return this.#prefetch.close();
+  }
+
+  /** `await using limiter = new RateLimiter(…)`: {@link close} at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   /**
@@ -464,6 +496,8 @@ export class RateLimiter {
       this.#stats.invalid++;
       return Promise.reject(error);
     }
+    // A grant of the window being deleted must not admit into the next one.
+    this.#prefetch.forget(target.localKey);
     return this.#send(
       (resolve, reject) => new ResetCall(this.#outcomes, target, resolve, reject),
       undefined,
@@ -530,6 +564,10 @@ export class RateLimiter {
         );
       }
       return Promise.resolve(held);
+    }
+    if (op === 't' && policy.prefetch !== undefined) {
+      const local = this.#prefetch.take(target, requestId);
+      if (local !== undefined) return local;
     }
     const meta: CallMeta | undefined =
       this.#reporter === undefined || op === 'p'

@@ -22,6 +22,7 @@ import { InvalidInputError, StoreError } from '../errors.js';
 import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
 import { decideItem, refusedBlock } from './block-twin.js';
+import { PREFETCH_OPS, prefetchTwin } from './prefetch-twin.js';
 import { PRICED_OPS, pricedTwin } from './priced-twin.js';
 import { replyErrorText, retrySafeTwin } from './retry-safe-twin.js';
 import type { ScriptStore } from './store.js';
@@ -138,6 +139,7 @@ export class MemoryStore implements ScriptStore {
     const reply = new ReplyWriter();
     for (const { op, items } of readRequests(keys, argv)) {
       if (PRICED_OPS.has(op)) pricedTwin(state, op, items, reply);
+      else if (PREFETCH_OPS.has(op)) prefetchTwin(state, op, items, reply);
       else if (op === 'i') {
         retrySafeTwin(state, items, reply, (taken, writer) =>
           this.#request(state, 't', taken, writer),
