@@ -412,6 +412,14 @@ const pricedId = fc.constantFrom('a', 'b', 'c');
 const cost = (maxCost: number) =>
   fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: maxCost }));
 
+/** 1–3 (at least `minLength`) items of distinct scopes and policies, as takeAll takes them. */
+const distinctItems = (maxCost: number, minLength: number) =>
+  fc.uniqueArray(fc.record({ ...target, cost: cost(maxCost) }), {
+    minLength,
+    maxLength: 3,
+    selector: (item) => item.scope * 2 + item.policy,
+  });
+
 /** A seed: foreign state and its virtual TTL in thousandths of the horizon (null: none). */
 const seedOp = (c: Case) =>
   fc.record({
@@ -445,11 +453,7 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
         weight: 2,
         arbitrary: fc.record({
           kind: fc.constant('takeAll' as const),
-          items: fc.uniqueArray(fc.record({ ...target, cost: cost(maxCost) }), {
-            minLength: 2,
-            maxLength: 3,
-            selector: (item) => item.scope * 2 + item.policy,
-          }),
+          items: distinctItems(maxCost, 2),
           id: takeId,
         }),
       },
@@ -470,11 +474,7 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
         weight: 2,
         arbitrary: fc.record({
           kind: fc.constant('reserveAll' as const),
-          items: fc.uniqueArray(fc.record({ ...target, cost: cost(maxCost) }), {
-            minLength: 1,
-            maxLength: 3,
-            selector: (item) => item.scope * 2 + item.policy,
-          }),
+          items: distinctItems(maxCost, 1),
           id: pricedId,
         }),
       },
