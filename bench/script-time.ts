@@ -142,6 +142,19 @@ export const scriptTimeCases: readonly ScriptTimeCase[] = [
       (await limiter.reserve(scope, pricedBucket, { cost: 3 })).settle(7),
   },
   {
+    name: 'token-bucket: reserveAll of 16 buckets (dry pass, then reserved and recorded)',
+    policy: pricedBucket,
+    calls: 64,
+    call: (limiter, scope) =>
+      limiter.reserveAll(
+        Array.from({ length: 16 }, (_, j) => ({
+          scope: { ...scope, user: `u${j}` },
+          policy: pricedBucket,
+          cost: 3,
+        })),
+      ),
+  },
+  {
     name: 'fixed-window with escalating blocks: refusals that start or meet a block',
     policy: blocking,
     prepare: async (limiter, scopes) => {

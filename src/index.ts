@@ -69,6 +69,7 @@ export {
   type Settlement,
 } from './limiter/priced.js';
 export { RateLimiter } from './limiter/rate-limiter.js';
+export type { ReserveAllResult } from './limiter/reserve-all.js';
 export type { LimiterStats } from './limiter/stats.js';
 export type { Scheduled, WaitOptions } from './limiter/wait.js';
 export type { AcceptedClient } from './redis/select.js';

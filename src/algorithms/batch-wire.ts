@@ -20,10 +20,10 @@ import type { Decision } from '../types.js';
 /**
  * A batch request's operation; `i`: a take with an id, whose last item is the id's record
  * (batch id 0, one argument: its TTL in ms), replied `{ replayed ? 1 : 0, 0, 0, 0 }`; `k`,
- * `s`, `f`, `g`: reserve, settle, refund, charge (see `settle/priced.lua`); `w`, `y`: a
- * prefetch grant and its give-back (see `settle/prefetch.lua`).
+ * `s`, `f`, `g`: reserve, settle, refund, charge; `m`: reserve all (see `settle/priced.lua`);
+ * `w`, `y`: a prefetch grant and its give-back (see `settle/prefetch.lua`).
  */
-export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'w' | 'y';
+export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'm' | 'w' | 'y';
 
 /** Integers per item in a reply. */
 export const REPLY_SLOTS = 4;

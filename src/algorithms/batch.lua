@@ -22,7 +22,7 @@
 --      the record holds the request's slots, they are replayed as recorded and nothing is
 --      taken; else the take is decided and its slots recorded, in this same call. The
 --      record's own reply: { 1 when replayed else 0, 0, 0, 0 }.
---   k, s, f, g  reserve, settle, refund, charge (see settle/priced.lua, inserted below).
+--   k, s, f, g, m  reserve, settle, refund, charge, reserve all (see settle/priced.lua).
 --   w, y  prefetch grant and give-back (see settle/prefetch.lua, inserted below).
 --
 -- KEYS     every item's key, in order

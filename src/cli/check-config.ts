@@ -4,7 +4,7 @@
  * path in the file.
  */
 
-import { policyParameters } from '../config/describe.js';
+import { policyBlock, policyParameters } from '../config/describe.js';
 import {
   checkPolicies,
   describePolicy,
@@ -159,6 +159,7 @@ function printSummaryJson(
         name,
         algorithm: p.algorithm,
         ...policyParameters(p),
+        ...policyBlock(p),
         description: describePolicy(p),
         version: p.version,
         id: p.id,

@@ -6,6 +6,7 @@
  */
 import { describePolicy } from '../config/index.js';
 import type { Decision } from '../types.js';
+import { type BlockState, blockState, blockWords } from './blocks.js';
 import { count, duration, EXIT, readConfig, redacted } from './common.js';
 import { type LiveLease, leaseWords, liveLeases } from './leases.js';
 import { print, printJson } from './output.js';
@@ -44,7 +45,10 @@ export async function inspect(options: InspectOptions): Promise<number> {
     const leases = await onRedis(session.url, () =>
       Promise.all(targets.map((t) => liveLeases(client, t.policy, t.key))),
     );
-    const state: PeekedState = { cost, decisions, ttls, leases };
+    const blocks = await onRedis(session.url, () =>
+      Promise.all(targets.map((t) => blockState(client, t.policy, t.key))),
+    );
+    const state: PeekedState = { cost, decisions, ttls, leases, blocks };
     if (options.json) printInspectJson(session, state, options);
     else printInspectText(session, state, options);
     return EXIT.ok;
@@ -58,6 +62,8 @@ interface PeekedState {
   readonly ttls: readonly number[];
   /** A concurrency limit's live leases (undefined for a rate limit). */
   readonly leases: readonly (LiveLease[] | undefined)[];
+  /** A policy with `blockMs`: its scope's block (undefined for a policy without). */
+  readonly blocks: readonly (BlockState | undefined)[];
 }
 
 function printInspectJson(session: Session, state: PeekedState, options: InspectOptions): void {
@@ -89,6 +95,7 @@ function printInspectJson(session: Session, state: PeekedState, options: Inspect
         pttlMs: ttls[i],
         decision: decisions[i],
         ...(state.leases[i] === undefined ? {} : { leases: state.leases[i] }),
+        ...(state.blocks[i] === undefined ? {} : { block: state.blocks[i] }),
       })),
     },
     (_k, v) => (v === Number.POSITIVE_INFINITY ? null : v),
@@ -113,6 +120,8 @@ function printInspectText(session: Session, state: PeekedState, options: Inspect
     print(`  PTTL        ${ttlWords(ttls[i] as number)}`);
     const leases = state.leases[i];
     if (leases !== undefined) print(`  leases      ${leaseWords(leases, duration)}`);
+    const block = state.blocks[i];
+    if (block !== undefined) print(`  block       ${blockWords(block, duration)}`);
   });
   print('');
   const refusing = targets.filter((_, i) => !decisions[i]?.allowed).map((t) => t.name);

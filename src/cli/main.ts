@@ -105,8 +105,10 @@ ${EXIT_STATUS}`;
 const STATS_HELP = `
 Counts the live sluice keys (scheme v2: <namespace>:{<tenant hash>}:<tag>.<policy digest>…)
 per namespace and algorithm, and distinct tenants, with SCAN … COUNT (never KEYS) — all
-namespaces, or only --namespace. Every key scanned is counted once, by kind (the namespaces'
-keys, their reset epochs, keys of an algorithm tag this version does not read, other
+namespaces, or only --namespace (a concurrency policy's keys are its lease sets). Every key
+scanned is counted once, by kind (the namespaces' keys, their reset epochs, blocks of scopes
+(<key>:b), records of retry-safe operations (…:id:…) and of reservations (…:rsv:…), keys of
+an algorithm tag this version does not read, other
 namespaces' keys under --namespace, keys that are not sluice's): the kinds add up to the
 keys scanned. Progress goes to stderr once the scan takes more than a
 second; after --max-seconds the scan stops and the counts are reported as partial. Also

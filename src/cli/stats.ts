@@ -5,6 +5,7 @@
  * key has a TTL, so `volatile-*` policies evict them as surely as `allkeys-*`), the server
  * version and its role.
  */
+import { concurrency } from '../algorithms/concurrency.js';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra } from '../algorithms/gcra.js';
 import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
@@ -44,8 +45,17 @@ const ALGORITHMS: ReadonlyMap<string, string> = new Map(
     slidingWindowCounter({ limit: 1, windowMs: 1 }),
     tokenBucket({ capacity: 1, refillIntervalMs: 1 }),
     gcra({ limit: 1, periodMs: 1 }),
+    concurrency({ limit: 1, leaseMs: 1 }), // its keys are lease sets
   ].map((p) => [p.keyTag, p.algorithm]),
 );
+
+/**
+ * A scope's block, beside its key: `<key>:b` (see `algorithms/block.lua`); and the records
+ * of retry-safe operations (`…:id:<32 hex>`: takes, takeAlls, refunds and charges with an
+ * id) and of reservations (`…:rsv:<32 hex>`), in the tenant's slot.
+ */
+const BLOCK_SUFFIX = ':b';
+const RECORD = /^([A-Za-z0-9._:-]{1,64}):\{([0-9a-f]{32})\}:(id|rsv):[0-9a-f]{32}$/;
 
 /** A key of scheme v2: `<ns>:{<tenant hash>}:<tag>.<16 hex>[:<32 hex>]`. */
 const KEY = /^([A-Za-z0-9._:-]{1,64}):\{([0-9a-f]{32})\}:([a-z]+)\.[0-9a-f]{16}(:[0-9a-f]{32})?$/;
@@ -62,6 +72,12 @@ interface NamespaceCounts {
   /** Distinct tenants (hashes) seen. */
   readonly tenants: Set<string>;
   resetEpoch: boolean;
+  /** Blocks of scopes (`<key>:b`): scopes blocked now, or within an escalation period. */
+  blocks: number;
+  /** Records of retry-safe operations (`…:id:…`). */
+  idRecords: number;
+  /** Records of reservations (`…:rsv:…`). */
+  reservations: number;
 }
 
 /** Evicting policies put quota keys at risk: every sluice key has a TTL. */
@@ -245,10 +261,12 @@ function showProgress(scanned: number, dbsize: number, elapsedMs: number, final:
  */
 function countKey(counts: ScanCounts, key: string, only: string | undefined): void {
   counts.scanned++;
-  const m = KEY.exec(key);
+  const block = key.endsWith(BLOCK_SUFFIX);
+  const m = KEY.exec(block ? key.slice(0, -BLOCK_SUFFIX.length) : key);
   const algorithm = m === null ? undefined : ALGORITHMS.get(m[3] as string);
-  const epoch = m === null ? EPOCH.exec(key) : null;
-  const ns = (m?.[1] ?? epoch?.[1]) as string | undefined;
+  const record = m === null ? RECORD.exec(key) : null;
+  const epoch = m === null && record === null ? EPOCH.exec(key) : null;
+  const ns = (m?.[1] ?? record?.[1] ?? epoch?.[1]) as string | undefined;
   if (ns === undefined) {
     counts.other.notSluice++;
     return;
@@ -257,17 +275,35 @@ function countKey(counts: ScanCounts, key: string, only: string | undefined): vo
     counts.other.otherNamespace++; // e.g. "rate:x" keys when asked for "rate"
     return;
   }
-  if (algorithm === undefined && epoch === null) {
+  if (algorithm === undefined && epoch === null && record === null) {
     counts.other.unknownKind++;
     return;
   }
   let of = counts.namespaces.get(ns);
   if (of === undefined) {
-    of = { keys: 0, algorithms: {}, tenantWide: 0, tenants: new Set(), resetEpoch: false };
+    of = {
+      keys: 0,
+      algorithms: {},
+      tenantWide: 0,
+      tenants: new Set(),
+      resetEpoch: false,
+      blocks: 0,
+      idRecords: 0,
+      reservations: 0,
+    };
     counts.namespaces.set(ns, of);
   }
   if (epoch !== null) {
     of.resetEpoch = true;
+    return;
+  }
+  if (record !== null) {
+    if (record[3] === 'id') of.idRecords++;
+    else of.reservations++;
+    return;
+  }
+  if (block) {
+    of.blocks++;
     return;
   }
   of.keys++;
@@ -306,6 +342,9 @@ function kindsOfKeys(scan: ScanCounts, options: StatsOptions): [string, number][
   const kinds: [string, number][] = [
     ['sluice keys (the table above)', namespaces.reduce((n, c) => n + c.keys, 0)],
     ['reset epochs (<namespace>:reset-epoch)', namespaces.filter((c) => c.resetEpoch).length],
+    ['blocks of scopes (<key>:b)', namespaces.reduce((n, c) => n + c.blocks, 0)],
+    ['records of retry-safe operations (…:id:…)', namespaces.reduce((n, c) => n + c.idRecords, 0)],
+    ['records of reservations (…:rsv:…)', namespaces.reduce((n, c) => n + c.reservations, 0)],
     ['sluice keys of an algorithm tag unknown here (another version’s)', scan.other.unknownKind],
   ];
   if (options.namespace !== undefined) {
@@ -356,6 +395,9 @@ function printStatsJson(
             tenantWideKeys: c.tenantWide,
             tenants: c.tenants.size,
             resetEpoch: c.resetEpoch,
+            blocks: c.blocks,
+            idRecords: c.idRecords,
+            reservations: c.reservations,
           },
         ]),
       ),

@@ -36,12 +36,35 @@ export function policyParameters(policy: Policy): Record<string, number> {
   return { limit: policy.limit, windowMs: policy.quotaWindowMs };
 }
 
+/** A policy's block as a policy file gives it: `{ blockMs, escalate? }`, or nothing. */
+export function policyBlock(policy: Policy): {
+  blockMs?: number;
+  escalate?: { factor: number; maxMs: number; withinMs: number };
+} {
+  const b = policy.block;
+  if (b === undefined) return {};
+  if (b.factor === 1) return { blockMs: b.blockMs };
+  return {
+    blockMs: b.blockMs,
+    escalate: { factor: b.factor, maxMs: b.maxMs, withinMs: b.withinMs },
+  };
+}
+
+/** `, blocks of 1 min` (`, ×2 within 1 h, up to 1 h` when escalating), or nothing. */
+function blockWords(policy: Policy): string {
+  const b = policy.block;
+  if (b === undefined) return '';
+  const escalate =
+    b.factor === 1 ? '' : ` (×${b.factor} within ${span(b.withinMs)}, up to ${span(b.maxMs)})`;
+  return `, blocks of ${span(b.blockMs)}${escalate}`;
+}
+
 /**
  * A policy in words, from its own parameters: `fixed-window, 10 per 60 s`,
  * `token-bucket, 20 tokens, 5 more every 1 s`, `gcra, 10 per 1 s, bursts of 5`.
  */
 export function describePolicy(policy: Policy): string {
-  const version = policy.version === '1' ? '' : `, version ${policy.version}`;
+  const version = `${blockWords(policy)}${policy.version === '1' ? '' : `, version ${policy.version}`}`;
   const p = policyParameters(policy);
   if (p.refillIntervalMs !== undefined) {
     return `${policy.algorithm}, ${p.capacity} tokens, ${p.refillTokens} more every ${span(p.refillIntervalMs)}${version}`;

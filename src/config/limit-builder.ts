@@ -202,7 +202,10 @@ export function asLimits(limits: readonly ResolvedLimit[]): Limits {
 
 /** The policy of a valid inline definition, from its algorithm's builder. */
 function buildPolicy(r: Definition): Policy {
-  const identity = { name: r.name, version: r.version };
+  const identity =
+    r.algorithm === 'concurrency'
+      ? { name: r.name, version: r.version }
+      : { name: r.name, version: r.version, blockMs: r.blockMs, escalate: r.escalate };
   switch (r.algorithm) {
     case 'fixed-window':
       return fixedWindow({ limit: r.limit, windowMs: r.windowMs, ...identity });
@@ -220,6 +223,6 @@ function buildPolicy(r: Definition): Policy {
     case 'gcra':
       return gcra({ limit: r.limit, periodMs: r.periodMs, burst: r.burst, ...identity });
     case 'concurrency':
-      return concurrency({ limit: r.limit, leaseMs: r.leaseMs, ...identity });
+      return concurrency({ limit: r.limit, leaseMs: r.leaseMs, name: r.name, version: r.version });
   }
 }

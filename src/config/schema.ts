@@ -46,17 +46,33 @@ export const routeSettings = {
 const SCOPES = ['route', 'tenant', 'user', 'route-user'] as const;
 const per = z.enum(SCOPES, { error: 'one of "route", "tenant", "user", "route-user"' });
 
+/**
+ * Blocks, on every rate policy (not `concurrency`): `blockMs` and its `escalate` form, as
+ * the builders take them; the builders check the ranges (factor 2–1,000, `maxMs` at least
+ * `blockMs`, `escalate` only with `blockMs`), their errors named at the file's path.
+ */
+const BLOCKS = {
+  blockMs: positive.optional(),
+  escalate: z
+    .strictObject(
+      { factor: positive, maxMs: positive, withinMs: positive },
+      { error: 'an object { "factor", "maxMs", "withinMs" }' },
+    )
+    .optional(),
+};
+
 /** Each algorithm's parameters. */
 const PARAMETERS = {
-  'fixed-window': { limit: positive, windowMs: positive },
-  'sliding-window-log': { limit: positive, windowMs: positive },
-  'sliding-window-counter': { limit: positive, windowMs: positive },
+  'fixed-window': { limit: positive, windowMs: positive, ...BLOCKS },
+  'sliding-window-log': { limit: positive, windowMs: positive, ...BLOCKS },
+  'sliding-window-counter': { limit: positive, windowMs: positive, ...BLOCKS },
   'token-bucket': {
     capacity: positive,
     refillTokens: positive.optional(),
     refillIntervalMs: positive,
+    ...BLOCKS,
   },
-  gcra: { limit: positive, periodMs: positive, burst: positive.optional() },
+  gcra: { limit: positive, periodMs: positive, burst: positive.optional(), ...BLOCKS },
   concurrency: { limit: positive, leaseMs: positive },
 } as const;
 type Algorithm = keyof typeof PARAMETERS;

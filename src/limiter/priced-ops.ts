@@ -5,7 +5,7 @@
  */
 import { decodeDecision, type WireItem } from '../algorithms/batch-wire.js';
 import { StoreError } from '../errors.js';
-import type { Policy, Scope } from '../types.js';
+import type { Policy, Scope, TakeAllItem, TakeAllOptions } from '../types.js';
 import type { InFlight, Settler } from './calls.js';
 import {
   PricedCall,
@@ -23,7 +23,8 @@ import {
   type Settlement,
   settlement,
 } from './priced.js';
-import type { Target, TargetMaker } from './targets.js';
+import { ReserveAllCall, type ReserveAllResult, reserveAllResult } from './reserve-all.js';
+import { readTakeAllOptions, type Target, type TargetMaker } from './targets.js';
 
 /** What the operations need of their limiter. */
 export interface PricedHost {
@@ -63,6 +64,52 @@ export class PricedOps {
       if (decision === undefined) throw new StoreError('ERR unexpected reply to a reserve');
       return new Reservation({ ...decision, replayed: replayedAt(reply, at, 2) }, id, settle);
     });
+  }
+
+  reserveAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<ReserveAllResult> {
+    let targets: Target[];
+    let id: string;
+    try {
+      targets = this.host.targets.all(items);
+      for (const [i, target] of targets.entries()) {
+        requireSettle(target.policy, `items[${i}].policy`);
+      }
+      readTakeAllOptions(options);
+      id = reservationId(options);
+    } catch (error) {
+      return this.host.invalid(error);
+    }
+    return this.host.send<ReserveAllResult>(
+      (resolve, reject) =>
+        new ReserveAllCall(
+          this.host.settler,
+          targets,
+          id,
+          (reply, offset) => {
+            const reservations: Reservation[] = [];
+            for (const [j, target] of targets.entries()) {
+              const at = offset + 8 * j;
+              const decision = decodeDecision(reply, at, target.policy.limit);
+              if (decision === undefined) {
+                reject(new StoreError('ERR unexpected reply to a reserveAll'));
+                return;
+              }
+              const replayed = reply[at + 4] === 1;
+              reservations.push(
+                new Reservation({ ...decision, replayed }, id, (actualCost: number) => {
+                  try {
+                    return this.#settle(target, id, readUnits(actualCost, 'actualCost', true));
+                  } catch (error) {
+                    return this.host.invalid<Settlement>(error);
+                  }
+                }),
+              );
+            }
+            resolve(reserveAllResult(reservations, reply[offset + 4] === 1));
+          },
+          reject,
+        ),
+    );
   }
 
   settle(scope: Scope, policy: Policy, id: string, actualCost: number): Promise<Settlement> {

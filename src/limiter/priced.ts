@@ -14,8 +14,9 @@
  *   capacity, once per id; `charge` consumes `cost` units whatever is left, within what the
  *   state holds in one horizon (a full window, an empty bucket or burst).
  *
- * Each is one atomic script call (ops `k`, `s`, `f`, `g` of the batch script, see
- * `algorithms/settle/priced.lua`); records expire with the policy's horizon. The sliding
+ * Each is one atomic script call (ops `k`, `s`, `f`, `g` of the batch script, and `m` for
+ * `reserveAll` in `reserve-all.ts`; see `algorithms/settle/priced.lua`); records expire with
+ * the policy's horizon (a `reserveAll`'s: the longest of its policies'). The sliding
  * window log has no settle body (see `algorithms/settle/registry.ts`): its policies are
  * refused here with an `InvalidInputError`.
  */

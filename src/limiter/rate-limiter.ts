@@ -44,6 +44,7 @@ import { Outcomes } from './outcomes.js';
 import { Prefetcher } from './prefetch.js';
 import type { PricedOptions, Reservation, ReserveOptions, Settlement } from './priced.js';
 import { PricedOps } from './priced-ops.js';
+import type { ReserveAllResult } from './reserve-all.js';
 import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
 import { StartGate } from './start-gate.js';
 import { type LimiterStats, newStats } from './stats.js';
@@ -180,6 +181,7 @@ export class RateLimiter {
     this.wait = this.wait.bind(this);
     this.schedule = this.schedule.bind(this);
     this.reserve = this.reserve.bind(this);
+    this.reserveAll = this.reserveAll.bind(this);
     this.settle = this.settle.bind(this);
     this.cancel = this.cancel.bind(this);
     this.refund = this.refund.bind(this);
@@ -434,6 +436,24 @@ export class RateLimiter {
    */
   reserve(scope: Scope, policy: Policy, options?: ReserveOptions): Promise<Reservation> {
     return this.#priced.reserve(scope, policy, options);
+  }
+
+  /**
+   * Reserves every item at once, all or nothing as {@link takeAll}: in one atomic script
+   * call, either each item's `cost` is reserved or none is (a refused call consumes nothing
+   * and leaves nothing to cancel). Each item gets a {@link Reservation} under the call's id
+   * (the `id` option, else a random UUID), settled or cancelled one by one, from this
+   * object or by `limiter.settle(item.scope, item.policy, id, actualCost)`. A repeat with the
+   * same id and items within their longest horizon replays the first answer.
+   *
+   * @param items 1 to 16 of `{ scope, policy, cost? }`, of one tenant.
+   * @returns see {@link ReserveAllResult}.
+   * @throws {InvalidInputError} the errors of {@link takeAll}, a sliding window log or
+   *   concurrency item (`items[i].policy`), bad `options.id`.
+   * @throws the failures of {@link take}.
+   */
+  reserveAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<ReserveAllResult> {
+    return this.#priced.reserveAll(items, options);
   }
 
   /**

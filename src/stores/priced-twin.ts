@@ -6,13 +6,16 @@ import type { ReadItem, ReplyWriter } from '../algorithms/batch-wire.js';
 import { ALGORITHMS } from '../algorithms/registry.js';
 import { settleOf } from '../algorithms/settle/registry.js';
 import type { SettleTwin } from '../algorithms/settle/twins.js';
-import { luaNumber, TAKE, type TwinState } from '../algorithms/twin.js';
+import { luaNumber, TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
 import { StoreError } from '../errors.js';
-import { decideItem } from './block-twin.js';
+import { decideItem, refusedBlock } from './block-twin.js';
 import { replyErrorText } from './retry-safe-twin.js';
 
 /** The operations this module runs. */
-export const PRICED_OPS: ReadonlySet<string> = new Set(['k', 's', 'f', 'g']);
+export const PRICED_OPS: ReadonlySet<string> = new Set(['k', 's', 'f', 'g', 'm']);
+
+const DRY: TwinMode = { dry: true, probe: false };
+const REPAIR: TwinMode = { dry: false, probe: true };
 
 function recordNumbers(state: TwinState, key: string): number[] | undefined {
   const text = state.get<unknown>(key, 'string');
@@ -29,17 +32,22 @@ function recordNumbers(state: TwinState, key: string): number[] | undefined {
 
 const recordText = (values: readonly number[]) => values.map((v) => String(v)).join(',');
 
+function settleTwinOf(scope: ReadItem) {
+  const take = ALGORITHMS[scope.batchId - 1];
+  const settle: SettleTwin | undefined = take && settleOf(take.script)?.twin;
+  if (take === undefined || settle === undefined) {
+    throw new StoreError('ERR reserve, settle, refund and charge do not support this algorithm');
+  }
+  return { take: take.twin, settle };
+}
+
 function request(
   state: TwinState,
   op: string,
   scope: ReadItem,
   record: ReadItem | undefined,
 ): [slots: readonly number[], replayed: number] {
-  const take = ALGORITHMS[scope.batchId - 1];
-  const settle: SettleTwin | undefined = take && settleOf(take.script)?.twin;
-  if (take === undefined || settle === undefined) {
-    throw new StoreError('ERR reserve, settle, refund and charge do not support this algorithm');
-  }
+  const { take, settle } = settleTwinOf(scope);
   const args = scope.args;
   const units = Number(args[args.length - 1]);
   const adjust = (delta: number | undefined, mark: number | undefined, cost: number) =>
@@ -49,7 +57,7 @@ function request(
     const key = (record as ReadItem).key;
     const rec = recordNumbers(state, key);
     if (rec !== undefined && rec.length >= 7) return [rec.slice(0, 4), 1];
-    const r = decideItem(state, scope.key, args, take.twin, TAKE);
+    const r = decideItem(state, scope.key, args, take, TAKE);
     const mark = r[0] === 1 ? (adjust(undefined, undefined, units) as number) : 0;
     state.set(key, 'string', recordText([...r, units, mark, 0]), ttl);
     return [r, 0];
@@ -78,6 +86,63 @@ function request(
   return [[1, r[0], r[1], 0], 0];
 }
 
+/** A reserve-all (op `m`, as `reserve_all_request` in `settle/priced.lua`): pairs of scope and record. */
+function reserveAll(
+  state: TwinState,
+  items: readonly ReadItem[],
+): [slots: (readonly number[])[], replayed: number] {
+  const scopes = items.filter((_, j) => j % 2 === 0);
+  const records = items.filter((_, j) => j % 2 === 1);
+  const twins = scopes.map(settleTwinOf);
+  const recs = records.map((record) => recordNumbers(state, record.key));
+  if (recs.some((rec) => rec !== undefined && rec.length >= 7)) {
+    return [
+      recs.map((rec) => (rec !== undefined && rec.length >= 7 ? rec.slice(0, 4) : [0, 0, 0, 0])),
+      1,
+    ];
+  }
+  const units = scopes.map((scope) => Number(scope.args[scope.args.length - 1]));
+  const dry = scopes.map((scope, j) =>
+    decideItem(state, scope.key, scope.args, (twins[j] as { take: Twin }).take, DRY),
+  );
+  const all = dry.every((r) => r[0] === 1);
+  const slots = scopes.map((scope, j) => {
+    const { take, settle } = twins[j] as { take: Twin; settle: SettleTwin };
+    let r = dry[j] as readonly number[];
+    let mark = 0;
+    if (all) {
+      r = decideItem(state, scope.key, scope.args, take, TAKE);
+      mark = settle(
+        state,
+        scope.key,
+        scope.args,
+        undefined,
+        undefined,
+        units[j] as number,
+      ) as number;
+    } else {
+      let probed: readonly number[] = [0, 0, 0, 0];
+      try {
+        probed = decideItem(state, scope.key, scope.args, take, REPAIR);
+      } catch {}
+      if (r[0] === 1) r = [0, probed[1] as number, probed[2] as number, 0];
+      else {
+        const b = refusedBlock(state, scope.key, scope.args, r);
+        r = [0, b[1] as number, b[2] as number, b[3] as number];
+      }
+    }
+    const record = records[j] as ReadItem;
+    state.set(
+      record.key,
+      'string',
+      recordText([...r, units[j] as number, mark, 0]),
+      Number(record.args[0]),
+    );
+    return r;
+  });
+  return [slots, 0];
+}
+
 /** Runs one priced request (`items`: the scope, then its record if any) into `reply`. */
 export function pricedTwin(
   state: TwinState,
@@ -85,6 +150,18 @@ export function pricedTwin(
   items: readonly ReadItem[],
   reply: ReplyWriter,
 ): void {
+  if (op === 'm') {
+    try {
+      const [slots, replayed] = reserveAll(state, items);
+      for (const r of slots) {
+        reply.item(r);
+        reply.item([replayed, 0, 0, 0]);
+      }
+    } catch (error) {
+      reply.failed(items.length, replyErrorText(error));
+    }
+    return;
+  }
   try {
     const [slots, replayed] = request(state, op, items[0] as ReadItem, items[1]);
     reply.item(slots);

@@ -590,10 +590,14 @@ describe('sluice stats', () => {
         'sliding-window-counter': 0,
         'token-bucket': 1,
         gcra: 0,
+        concurrency: 0,
       },
       tenantWideKeys: 1,
       tenants: 2,
       resetEpoch: true,
+      blocks: 0,
+      idRecords: 0,
+      reservations: 0,
     });
     assert.deepEqual(report.namespaces['st-ip'].algorithms, {
       'fixed-window': 0,
@@ -601,6 +605,7 @@ describe('sluice stats', () => {
       'sliding-window-counter': 1,
       'token-bucket': 0,
       gcra: 1,
+      concurrency: 0,
     });
     assert.equal(report.namespaces['st-ip'].tenants, 2);
     assert.ok(report.otherKeys >= 1);
@@ -642,6 +647,9 @@ describe('sluice stats', () => {
       assert.deepEqual(byKind, {
         'sluice keys (the table above)': 3,
         'reset epochs (<namespace>:reset-epoch)': 1,
+        'blocks of scopes (<key>:b)': 0,
+        'records of retry-safe operations (…:id:…)': 0,
+        'records of reservations (…:rsv:…)': 0,
         'sluice keys of an algorithm tag unknown here (another version’s)': 1,
         'sluice keys of other namespaces under st-rate:*': 1,
         'other keys (not sluice’s)': 0,

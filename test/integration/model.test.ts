@@ -23,7 +23,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import type { Decision, Policy, Scope, Settlement, TakeAllResult } from 'sluice';
+import type { Decision, Policy, ReserveAllResult, Scope, Settlement, TakeAllResult } from 'sluice';
 import {
   fixedWindow,
   gcra,
@@ -65,6 +65,7 @@ type Op =
   | ({ kind: 'reset' } & Target)
   | { kind: 'retry' }
   | ({ kind: 'reserve'; id: string } & Item)
+  | { kind: 'reserveAll'; items: Item[]; id: string }
   | ({ kind: 'settle'; id: string; actual: number } & Target)
   | ({ kind: 'refund'; id: string } & Item)
   | ({ kind: 'charge'; id: Id } & Item)
@@ -411,6 +412,14 @@ const pricedId = fc.constantFrom('a', 'b', 'c');
 const cost = (maxCost: number) =>
   fc.oneof(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: maxCost }));
 
+/** 1–3 (at least `minLength`) items of distinct scopes and policies, as takeAll takes them. */
+const distinctItems = (maxCost: number, minLength: number) =>
+  fc.uniqueArray(fc.record({ ...target, cost: cost(maxCost) }), {
+    minLength,
+    maxLength: 3,
+    selector: (item) => item.scope * 2 + item.policy,
+  });
+
 /** A seed: foreign state and its virtual TTL in thousandths of the horizon (null: none). */
 const seedOp = (c: Case) =>
   fc.record({
@@ -444,11 +453,7 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
         weight: 2,
         arbitrary: fc.record({
           kind: fc.constant('takeAll' as const),
-          items: fc.uniqueArray(fc.record({ ...target, cost: cost(maxCost) }), {
-            minLength: 2,
-            maxLength: 3,
-            selector: (item) => item.scope * 2 + item.policy,
-          }),
+          items: distinctItems(maxCost, 2),
           id: takeId,
         }),
       },
@@ -462,6 +467,14 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
           kind: fc.constant('reserve' as const),
           ...target,
           cost: cost(maxCost),
+          id: pricedId,
+        }),
+      },
+      {
+        weight: 2,
+        arbitrary: fc.record({
+          kind: fc.constant('reserveAll' as const),
+          items: distinctItems(maxCost, 1),
           id: pricedId,
         }),
       },
@@ -532,6 +545,17 @@ async function outcome(call: () => Promise<unknown>): Promise<Outcome> {
     const value = await call();
     if (typeof value === 'boolean') return { ok: value };
     if (typeof value === 'object' && value !== null && 'applied' in value) return { ok: value };
+    if (typeof value === 'object' && value !== null && 'reservations' in value) {
+      const result = value as ReserveAllResult;
+      return {
+        ok: {
+          allowed: result.allowed,
+          decisions: result.reservations.map(shape),
+          retryAfterMs: result.retryAfterMs,
+          replayed: result.replayed,
+        },
+      };
+    }
     if (typeof value === 'object' && value !== null && 'decisions' in value) {
       const result = value as TakeAllResult;
       return {
@@ -711,6 +735,16 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                   b = await outcome(() => inMemory.takeAll(items, options));
                   const ok = 'ok' in a ? (a.ok as { allowed: boolean; replayed?: boolean }) : null;
                   if (ok?.allowed && ok.replayed !== true) wrote = op.items;
+                } else if (op.kind === 'reserveAll') {
+                  const items = op.items.map((item) => ({ ...at(item), cost: item.cost }));
+                  const tag = tenantTag(tenant);
+                  for (const item of op.items) {
+                    records.add(`rate:${tag}:rsv:${digest(['rsv', op.id, keyOf(item)])}`);
+                  }
+                  a = await outcome(() => onRedis.reserveAll(items, { id: op.id }));
+                  b = await outcome(() => inMemory.reserveAll(items, { id: op.id }));
+                  const ok = 'ok' in a ? (a.ok as { allowed: boolean; replayed: boolean }) : null;
+                  if (ok?.allowed && !ok.replayed) wrote = op.items;
                 } else if (
                   op.kind === 'reserve' ||
                   op.kind === 'settle' ||

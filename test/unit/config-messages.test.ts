@@ -31,7 +31,7 @@ const BAD_VALUES: unknown[] = ['x', 'failopen', -1, 0, 1.5, 1e300, null, true, [
 /** Documents with one bad field each, by where the field is. */
 function* badDocuments(): Generator<[string, unknown]> {
   for (const policy of [FW, TB, GCRA]) {
-    const fields = [...Object.keys(policy), 'refillTokens', 'burst', 'name', 'version'];
+    const fields = [...Object.keys(policy), 'refillTokens', 'burst', 'name', 'version', 'blockMs'];
     for (const field of fields) {
       for (const value of BAD_VALUES) {
         const bad = withField(policy, field, value);

@@ -9,11 +9,17 @@
 --      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation or a
 --      refused one changes nothing.
 --   f  refund `units` into the current state; g  charge `units` past the limit.
+--   m  reserve all (reserveAll): pairs of a scope item and its record, all or nothing as a
+--      takeAll: every scope decided dry first; only when all are admitted is each reserved
+--      (taken, its mark recorded), else none is and each reports the state as a refused
+--      takeAll's item does (probes repair). Every record is written, refused or not (so a
+--      repeat replays the refusal and its settle does nothing); a repeat that finds any record
+--      replays them all (an item whose record is gone, by a hand edit: { 0, 0, 0, 0 }).
 -- The reply of s, f and g: { known (0: no such reservation), applied (signed units moved),
 -- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
 -- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
 
-local PRICED = { k = true, s = true, f = true, g = true }
+local PRICED = { k = true, s = true, f = true, g = true, m = true }
 
 -- Integer division exact for |values| <= 2^53 (as the algorithms' own), shared by the SETTLE
 -- bodies below.
@@ -109,9 +115,82 @@ local function priced_request(op, i, id, base, units, record, ttl)
   return { 1, r[1], r[2], 0 }, 0
 end
 
+-- The slots of a reserve-all of m scopes (item j at KEYS[first + 2j - 2], its record next)
+-- and whether it was replayed.
+local function reserve_all_request(m, first, ids, bases, units, records, ttls)
+  local slots, any = {}, false
+  for j = 1, m do
+    if SETTLE[ids[j]] == nil then
+      error({ err = 'ERR reserve, settle, refund and charge do not support this algorithm' })
+    end
+    local rec = record_numbers(records[j])
+    if rec and #rec >= 7 then
+      slots[j], any = { rec[1], rec[2], rec[3], rec[4] }, true
+    end
+  end
+  if any then
+    for j = 1, m do slots[j] = slots[j] or { 0, 0, 0, 0 } end
+    return slots, 1
+  end
+  local dry, all = {}, true
+  for j = 1, m do
+    local ok, r = decide(first + 2 * j - 2, ids[j], bases[j], true, false)
+    if not ok then error(r) end
+    dry[j] = r
+    if r[1] ~= 1 then all = false end
+  end
+  for j = 1, m do
+    local i, r, mark = first + 2 * j - 2, dry[j], 0
+    if all then
+      local ok
+      ok, r = decide(i, ids[j], bases[j], false, false)
+      if not ok then error(r) end
+      mark = SETTLE[ids[j]](i, bases[j], nil, nil, units[j])
+    else
+      local ok, probed = decide(i, ids[j], bases[j], false, true)
+      if not ok then probed = { 0, 0, 0, 0 } end
+      if r[1] == 1 then
+        r = { 0, probed[2], probed[3], 0 }
+      else
+        r = refused_block(i, bases[j], r)
+        r = { 0, r[2], r[3], r[4] }
+      end
+    end
+    record_set(records[j], record_text({ r[1], r[2], r[3], r[4], units[j], mark, 0 }), ttls[j])
+    slots[j] = r
+  end
+  return slots, 0
+end
+
+-- Runs the reserve-all of n items (n / 2 pairs) from KEYS[first], ARGV[a]; returns the cursor.
+local function reserve_all(n, first, a)
+  local ids, bases, units, records, ttls = {}, {}, {}, {}, {}
+  local m = n / 2
+  for j = 1, m do
+    ids[j], bases[j] = tonumber(ARGV[a]), a + 1
+    local argc = tonumber(ARGV[a + 1])
+    units[j] = tonumber(ARGV[a + 1 + argc])
+    a = a + 2 + argc
+    records[j], ttls[j] = KEYS[first + 2 * j - 1], ARGV[a + 2]
+    a = a + 2 + tonumber(ARGV[a + 1])
+  end
+  local ok, slots, replayed = pcall(reserve_all_request, m, first, ids, bases, units, records, ttls)
+  if ok then
+    for j = 1, m do
+      local r = slots[j]
+      emit(r[1], r[2], r[3], r[4])
+      emit(replayed, 0, 0, 0)
+    end
+  else
+    failed(n, slots)
+  end
+  return a
+end
+
 -- Runs the priced request of n items starting at KEYS[first] and ARGV[a]; returns the ARGV
 -- cursor after it.
 local function priced(op, n, first, a)
+  if op == 'm' then return reserve_all(n, first, a) end
   local id, base = tonumber(ARGV[a]), a + 1
   local argc = tonumber(ARGV[base])
   local units = tonumber(ARGV[base + argc])

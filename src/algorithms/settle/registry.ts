@@ -2,7 +2,7 @@
  * The settle body of each algorithm that supports reserve, settle, cancel, refund and charge
  * (see `priced.lua` and `limiter/priced.ts`), with its in-memory twin. The sliding window log
  * has none: its members carry running totals, so giving units back from one member would
- * rewrite every later one (not bounded in time). The bodies use `floor_div`, `ceil_div` and
+ * rewrite every later one (not bounded in time; see docs/priced.md). The bodies use `floor_div`, `ceil_div` and
  * `ms_up` from `priced.lua`, into which they are inserted.
  */
 import { readFileSync } from 'node:fs';

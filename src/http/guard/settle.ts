@@ -1,7 +1,7 @@
 /**
  * The guard's `settle` option: costs known when the response ends. The guard reserves the
- * route's cost on every limit before the handler (in parallel, coalesced into one script
- * call; when any refuses, the admitted ones are cancelled, so nothing stays consumed), and
+ * route's cost on every limit before the handler (all or nothing, in one atomic script call:
+ * a refused request consumes nothing on any limit), and
  * the adapter calls the verdict's `settle` once when the response finishes or the connection
  * closes: the option's answer is the actual cost, settled on every reservation (0 gives all
  * back). A login route that counts only failures: `settle: (req, res) => (res.statusCode < 400
@@ -20,7 +20,11 @@ export interface SettledResponse {
 /** The guard's `settle` option. */
 export type SettleOption<Req> = (req: Req, res: SettledResponse) => number | Promise<number>;
 
-/** Reserves `cost` on every limit; when one refuses, cancels the others. */
+/**
+ * Reserves `cost` on every limit, all or nothing, in one atomic script call
+ * (`limiter.reserveAll`): a refused request consumes nothing on any limit, so it never
+ * refuses a concurrent request with units it then gives back.
+ */
 export async function reserveAll(
   limiter: RateLimiter,
   limits: readonly ResolvedLimit[],
@@ -31,15 +35,14 @@ export async function reserveAll(
   requestId: string | undefined,
   id: string | undefined,
 ): Promise<{ decisions: readonly Decision[]; reservations: readonly Reservation[] }> {
-  const options = { cost, requestId, id };
-  const reservations = await Promise.all(
-    limits.map((limit) =>
-      limiter.reserve(scopeOf(limit.per, tenant, route, user), limit.policy, options),
-    ),
+  const { reservations } = await limiter.reserveAll(
+    limits.map((limit) => ({
+      scope: scopeOf(limit.per, tenant, route, user),
+      policy: limit.policy,
+      cost,
+    })),
+    { requestId, id },
   );
-  if (reservations.some((r) => !r.allowed)) {
-    await Promise.all(reservations.filter((r) => r.allowed).map((r) => r.cancel()));
-  }
   return { decisions: reservations, reservations };
 }
 

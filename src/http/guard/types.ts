@@ -193,8 +193,8 @@ export interface GuardOptions<Req> {
    * gives all back). For a login route that counts only failures: `settle: (req, res) =>
    * (res.statusCode < 400 ? 0 : 1)`, exact under concurrency (at most the limit of attempts
    * in flight or failed). A throw or a bad answer leaves the cost consumed. Stacked limits
-   * are reserved in one coalesced call and each settled; when one refuses, the others are
-   * cancelled. See `docs/priced.md`.
+   * are reserved all or nothing in one atomic call (`limiter.reserveAll`) and each settled.
+   * See `docs/priced.md`.
    */
   readonly settle?: SettleOption<Req>;
   /**
