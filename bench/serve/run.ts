@@ -15,11 +15,24 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startRedisServer } from '../../src/demo/redis-server.js';
 import { fixedWindow, RateLimiter } from '../../src/index.js';
+import { parseInfo } from '../redis-stats.js';
 import { connectRedis } from '../../src/redis/node-redis/connect.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const durationAt = process.argv.indexOf('--duration');
 const DURATION_MS = durationAt > 0 ? Number(process.argv[durationAt + 1]) : 3000;
+const casesAt = process.argv.indexOf('--cases');
+/** `--cases 1x256,3x16`: descriptors x concurrency; default every combination. */
+const CASES =
+  casesAt > 0
+    ? (process.argv[casesAt + 1] as string).split(',').map((c) => c.split('x').map(Number))
+    : [1, 3].flatMap((d) => [1, 16, 256].map((c) => [d, c]));
+/** `--server-node-args "--cpu-prof --cpu-prof-dir=/tmp/p"`: node flags of the server process. */
+const nodeArgsAt = process.argv.indexOf('--server-node-args');
+const NODE_ARGS = nodeArgsAt > 0 ? (process.argv[nodeArgsAt + 1] as string).split(' ') : [];
+const clientAt = process.argv.indexOf('--client');
+/** `--client h2` (default, `load-h2.ts`) or `grpc-js` (`load.ts`). */
+const LOAD = clientAt > 0 && process.argv[clientAt + 1] === 'grpc-js' ? 'load.ts' : 'load-h2.ts';
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 const RULES = `
@@ -36,6 +49,17 @@ descriptors:
     rate_limit: { unit: second, requests_per_unit: 1000000000 }
 `;
 
+/** The 1-minute load average (other jobs share the machine). */
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+
+/** Redis's CPU (µs) and top-level script calls so far (`INFO cpu commandstats`). */
+function redisStats(url: string) {
+  const text = spawnSync('redis-cli', ['-u', url, 'INFO', 'everything'], {
+    encoding: 'utf8',
+  }).stdout;
+  return parseInfo(text);
+}
+
 /** User + system CPU of a process so far, in µs (Linux /proc). */
 function cpuUs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -47,7 +71,7 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-bench-'));
 writeFileSync(join(dir, 'bench.yaml'), RULES);
 const server = spawn(
   process.execPath,
-  [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', dir, '--redis-url', redis.url].concat([
+  [...NODE_ARGS, join(ROOT, 'dist/cli/main.js'), 'serve', '--config', dir, '--redis-url', redis.url].concat([
     '--host',
     '127.0.0.1',
     '--grpc-port',
@@ -71,20 +95,25 @@ const port = await new Promise<number>((resolve, reject) => {
 
 const rows: string[] = [];
 try {
-  for (const descriptors of [1, 3]) {
-    for (const concurrency of [1, 16, 256]) {
+  for (const [descriptors, concurrency] of CASES as [number, number][]) {
+    {
       const before = cpuUs(server.pid as number);
+      const redisBefore = redisStats(redis.url);
       const load = spawnSync(
         process.execPath,
-        ['--import', 'tsx', join(ROOT, 'bench/serve/load.ts')].concat(
+        ['--import', 'tsx', join(ROOT, 'bench/serve', LOAD)].concat(
           [port, concurrency, descriptors, DURATION_MS].map(String),
         ),
         { encoding: 'utf8', cwd: ROOT },
       );
       const cpu = cpuUs(server.pid as number) - before;
+      const redisAfter = redisStats(redis.url);
       const r = JSON.parse(load.stdout.trim().split('\n').pop() as string);
+      const calls = Math.max(1, r.calls);
+      const scripts = (redisAfter.scriptCalls - redisBefore.scriptCalls) / calls;
+      const redisCpu = (redisAfter.cpuUs - redisBefore.cpuUs) / calls;
       rows.push(
-        `| ${descriptors} | ${concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / Math.max(1, r.calls))} | ${r.errors} |`,
+        `| ${descriptors} | ${concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / calls)} | ${Math.round(r.clientCpuUs / calls)} | ${Math.round(redisCpu)} | ${scripts.toFixed(2)} | ${r.errors} | ${loadAverage()} |`,
       );
       console.log(rows.at(-1));
     }

@@ -23,6 +23,7 @@ import { responseJson, type ServeResponse } from './response.js';
 import type { RuleFileError } from './rules/errors.js';
 import { RuleSource } from './rules/source.js';
 import { answerSettings, runtimeDirectory } from './settings.js';
+import { TurnGate } from './turn-gate.js';
 import type { RateLimitService, RateLimitServiceOptions } from './types.js';
 
 /** Past this, a shutdown stops waiting for in-flight calls, in ms. */
@@ -100,6 +101,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     changed();
   };
 
+  const gate = new TurnGate();
   /** One request, bounded: the in-flight cap and the deadline. */
   const decide = async (raw: unknown, deadlineMs: number): Promise<ServeResponse> => {
     const request = readRequest(raw);
@@ -108,7 +110,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     metrics.inFlight++;
     let timer: NodeJS.Timeout | undefined;
     try {
-      const decided = decider.decide(request);
+      const decided = gate.run(() => decider.decide(request));
       const answer =
         deadlineMs >= timeoutMs && settings.compat === 'sluice'
           ? await decided // the limiter's own deadline is the shorter
