@@ -6,7 +6,7 @@
  * cheap. `concurrency` callers send calls back to back over `channels` connections for
  * `durationMs`, each call with `descriptors` descriptors of a random user. A call counts
  * when it ends with `grpc-status: 0` and a response whose `overall_code` is read. Prints one
- * JSON line: calls, errors, over, decisions per second, p50/p99 in µs, client CPU in µs.
+ * JSON line: calls, errors (and their kinds), over, decisions per second, p50/p99 in µs, client CPU in µs.
  *
  *   node --import tsx bench/serve/load-h2.ts <port> <concurrency> <descriptors> <durationMs>
  */
@@ -94,6 +94,7 @@ const call = (session: ClientHttp2Session) =>
 const latencies = new LatencyRecorder(1 << 16);
 let errors = 0;
 let over = 0;
+const errorKinds = new Map<string, number>();
 // Warm up the connections and the server's caches.
 await Promise.all(sessions.map((s) => call(s).catch(() => {})));
 const cpu0 = process.cpuUsage();
@@ -107,8 +108,10 @@ await Promise.all(
       try {
         if ((await call(session)) !== 1) over++;
         latencies.record(performance.now() - t);
-      } catch {
+      } catch (error) {
         errors++;
+        const kind = (error as Error).message;
+        errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1);
       }
     }
   }),
@@ -125,6 +128,7 @@ console.log(
     p50Us: p50,
     p99Us: p99,
     clientCpuUs: cpu.user + cpu.system,
+    errorKinds: Object.fromEntries(errorKinds),
   }),
 );
 for (const s of sessions) s.close();
