@@ -8,18 +8,19 @@
  * when it ends with `grpc-status: 0` and a response whose `overall_code` is read. Prints one
  * JSON line: calls, errors (and their kinds), over, decisions per second, p50/p99 in µs, client CPU in µs.
  *
- *   node --import tsx bench/serve/load-h2.ts <port> <concurrency> <descriptors> <durationMs>
+ * With a `rate` (calls per second), an open loop instead: calls go out at that rate whatever
+ * the answers, at most `concurrency` in flight, each call's latency counted from when it was
+ * due (no coordinated omission) — the p99 a fleet of Envoys sees at that load.
+ *
+ *   node --import tsx bench/serve/load-h2.ts <port> <concurrency> <descriptors> <durationMs> [rate]
  */
-import { connect, type ClientHttp2Session, constants } from 'node:http2';
+import { type ClientHttp2Session, connect, constants } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { LatencyRecorder } from '../latency.js';
 
-const [port, concurrency, descriptors, durationMs] = process.argv.slice(2).map(Number) as [
-  number,
-  number,
-  number,
-  number,
-];
+const [port, concurrency, descriptors, durationMs, rate = 0] = process.argv
+  .slice(2)
+  .map(Number) as [number, number, number, number, number?];
 const PATH = '/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit';
 
 /** A length-delimited protobuf field. */
@@ -100,22 +101,62 @@ await Promise.all(sessions.map((s) => call(s).catch(() => {})));
 const cpu0 = process.cpuUsage();
 const started = performance.now();
 const end = started + durationMs;
-await Promise.all(
-  Array.from({ length: concurrency }, async (_, i) => {
-    const session = sessions[i % channels] as ClientHttp2Session;
-    while (performance.now() < end) {
-      const t = performance.now();
-      try {
-        if ((await call(session)) !== 1) over++;
-        latencies.record(performance.now() - t);
-      } catch (error) {
-        errors++;
-        const kind = (error as Error).message;
-        errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1);
+if (rate > 0) {
+  // Open loop: a call every 1/rate s whatever the answers (at most `concurrency` in flight:
+  // past that a call counts as an error), each timed from when it was due.
+  let due = 0;
+  let inFlight = 0;
+  await new Promise<void>((resolve) => {
+    const tick = () => {
+      const now = performance.now();
+      const calls = Math.floor(((Math.min(now, end) - started) * rate) / 1000);
+      for (; due < calls; due++) {
+        const at = started + (due * 1000) / rate;
+        if (inFlight >= concurrency) {
+          errors++;
+          continue;
+        }
+        inFlight++;
+        call(sessions[due % channels] as ClientHttp2Session).then(
+          (code) => {
+            inFlight--;
+            if (code !== 1) over++;
+            latencies.record(performance.now() - at);
+          },
+          (error: Error) => {
+            inFlight--;
+            errors++;
+            errorKinds.set(error.message, (errorKinds.get(error.message) ?? 0) + 1);
+          },
+        );
       }
-    }
-  }),
-);
+      if (now < end)
+        setTimeout(tick, 1); // not setImmediate: a busy loop would take a core
+      else {
+        const drained = () => (inFlight === 0 ? resolve() : setTimeout(drained, 1));
+        drained();
+      }
+    };
+    tick();
+  });
+} else {
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      const session = sessions[i % channels] as ClientHttp2Session;
+      while (performance.now() < end) {
+        const t = performance.now();
+        try {
+          if ((await call(session)) !== 1) over++;
+          latencies.record(performance.now() - t);
+        } catch (error) {
+          errors++;
+          const kind = (error as Error).message;
+          errorKinds.set(kind, (errorKinds.get(kind) ?? 0) + 1);
+        }
+      }
+    }),
+  );
+}
 const seconds = (performance.now() - started) / 1000;
 const cpu = process.cpuUsage(cpu0);
 const [p50, p99] = latencies.percentilesUs([0.5, 0.99]);

@@ -1,11 +1,15 @@
 /**
  * `sluice serve` under load: a private redis-server, one `sluice serve` process (the built
- * CLI), and the gRPC load generator (`load.ts`) in a process of its own, at 1, 16 and 256
- * concurrent calls with 1 and 3 descriptors per request. For each run: decisions per second,
- * p50/p99, and the server process's CPU per decision (from /proc), against the library's own
+ * CLI), warmed up, and a gRPC load generator in a process of its own (`load-h2.ts`, raw HTTP/2;
+ * `--client grpc-js`: `load.ts`), at 1, 16 and 256 concurrent calls with 1 and 3 descriptors
+ * per request, or at fixed rates (`--cases`). For each case: decisions per second, p50/p99,
+ * and per decision the server process's CPU (from /proc), the load generator's, Redis's
+ * (`INFO`) and Redis's script calls, with the machine's load average; then the library's own
  * `take` in process (CPU per decision of a RateLimiter on the same Redis).
  *
  *   npm run build && node --import tsx bench/serve/run.ts [--duration 3000]
+ *     [--cases 1x256,3r2000] [--client h2|grpc-js] [--cli other/dist/cli/main.js]
+ *     [--server-node-args "--cpu-prof --cpu-prof-dir=DIR"]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,24 +19,37 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { startRedisServer } from '../../src/demo/redis-server.js';
 import { fixedWindow, RateLimiter } from '../../src/index.js';
-import { parseInfo } from '../redis-stats.js';
 import { connectRedis } from '../../src/redis/node-redis/connect.js';
+import { parseInfo } from '../redis-stats.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const durationAt = process.argv.indexOf('--duration');
 const DURATION_MS = durationAt > 0 ? Number(process.argv[durationAt + 1]) : 3000;
 const casesAt = process.argv.indexOf('--cases');
-/** `--cases 1x256,3x16`: descriptors x concurrency; default every combination. */
-const CASES =
+/**
+ * `--cases 1x256,3x16,3r4000`: descriptors `x` concurrent calls (a closed loop), or
+ * descriptors `r` calls per second (an open loop, `load-h2.ts` only); default every closed
+ * combination of 1 and 3 descriptors at 1, 16 and 256 concurrent calls.
+ */
+const CASES = (
   casesAt > 0
-    ? (process.argv[casesAt + 1] as string).split(',').map((c) => c.split('x').map(Number))
-    : [1, 3].flatMap((d) => [1, 16, 256].map((c) => [d, c]));
+    ? (process.argv[casesAt + 1] as string).split(',')
+    : [1, 3].flatMap((d) => [1, 16, 256].map((c) => `${d}x${c}`))
+).map((c) => {
+  const [d, n] = c.split(/[xr]/).map(Number) as [number, number];
+  return c.includes('r')
+    ? { descriptors: d, concurrency: 2000, rate: n }
+    : { descriptors: d, concurrency: n, rate: 0 };
+});
 /** `--server-node-args "--cpu-prof --cpu-prof-dir=/tmp/p"`: node flags of the server process. */
 const nodeArgsAt = process.argv.indexOf('--server-node-args');
 const NODE_ARGS = nodeArgsAt > 0 ? (process.argv[nodeArgsAt + 1] as string).split(' ') : [];
 const clientAt = process.argv.indexOf('--client');
 /** `--client h2` (default, `load-h2.ts`) or `grpc-js` (`load.ts`). */
 const LOAD = clientAt > 0 && process.argv[clientAt + 1] === 'grpc-js' ? 'load.ts' : 'load-h2.ts';
+const cliAt = process.argv.indexOf('--cli');
+/** `--cli PATH`: another build's `dist/cli/main.js` (a before/after comparison). */
+const CLI = cliAt > 0 ? (process.argv[cliAt + 1] as string) : join(ROOT, 'dist/cli/main.js');
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 const RULES = `
@@ -71,7 +88,7 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-bench-'));
 writeFileSync(join(dir, 'bench.yaml'), RULES);
 const server = spawn(
   process.execPath,
-  [...NODE_ARGS, join(ROOT, 'dist/cli/main.js'), 'serve', '--config', dir, '--redis-url', redis.url].concat([
+  [...NODE_ARGS, CLI, 'serve', '--config', dir, '--redis-url', redis.url].concat([
     '--host',
     '127.0.0.1',
     '--grpc-port',
@@ -94,22 +111,22 @@ const port = await new Promise<number>((resolve, reject) => {
 });
 
 const rows: string[] = [];
-const load = (concurrency: number, descriptors: number, durationMs: number) =>
+const load = (concurrency: number, descriptors: number, durationMs: number, rate = 0) =>
   spawnSync(
     process.execPath,
     ['--import', 'tsx', join(ROOT, 'bench/serve', LOAD)].concat(
-      [port, concurrency, descriptors, durationMs].map(String),
+      [port, concurrency, descriptors, durationMs, rate].map(String),
     ),
     { encoding: 'utf8', cwd: ROOT },
   );
 try {
   // Warm the server up (its JIT, its connections), unmeasured: the first case would pay for it.
   load(64, 3, 2000);
-  for (const [descriptors, concurrency] of CASES as [number, number][]) {
+  for (const { descriptors, concurrency, rate } of CASES) {
     {
       const before = cpuUs(server.pid as number);
       const redisBefore = redisStats(redis.url);
-      const out = load(concurrency, descriptors, DURATION_MS);
+      const out = load(concurrency, descriptors, DURATION_MS, rate);
       const cpu = cpuUs(server.pid as number) - before;
       const redisAfter = redisStats(redis.url);
       const r = JSON.parse(out.stdout.trim().split('\n').pop() as string);
@@ -117,7 +134,7 @@ try {
       const scripts = (redisAfter.scriptCalls - redisBefore.scriptCalls) / calls;
       const redisCpu = (redisAfter.cpuUs - redisBefore.cpuUs) / calls;
       rows.push(
-        `| ${descriptors} | ${concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / calls)} | ${Math.round(r.clientCpuUs / calls)} | ${Math.round(redisCpu)} | ${scripts.toFixed(2)} | ${r.errors} | ${loadAverage()} |`,
+        `| ${descriptors} | ${rate > 0 ? `open loop, ${rate.toLocaleString('en-US')}/s` : concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / calls)} | ${Math.round(r.clientCpuUs / calls)} | ${Math.round(redisCpu)} | ${scripts.toFixed(2)} | ${r.errors} | ${loadAverage()} |`,
       );
       console.log(rows.at(-1));
       if (r.errors > 0) console.log(JSON.stringify(r.errorKinds));
