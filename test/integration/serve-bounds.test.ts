@@ -3,7 +3,8 @@
  * concurrent calls UNAVAILABLE within the caller's deadline (never a client-side
  * DEADLINE_EXCEEDED, never an undecided OK); past the in-flight cap a call is UNAVAILABLE at
  * once; each connection's concurrent streams are capped (HTTP/2 settings); a request message
- * over 64 KiB is refused (RESOURCE_EXHAUSTED) before it is decoded.
+ * over 64 KiB is refused (RESOURCE_EXHAUSTED) before it is decoded. And concurrent calls share
+ * script calls (the limiter coalesces the `takeAll`s of the calls of one pass over the sockets).
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -12,7 +13,7 @@ import { performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
-import { useRedis } from '../helpers/redis.js';
+import { commandCalls, useRedis } from '../helpers/redis.js';
 import {
   configDir,
   grpc,
@@ -121,6 +122,22 @@ describe('sluice serve: bounds', () => {
     } finally {
       await recovered();
     }
+  });
+
+  it('200 concurrent calls are decided in far fewer script calls', async () => {
+    await recovered();
+    const admin = await redis.admin();
+    const scripts = async () =>
+      (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+    const before = await scripts();
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, () =>
+        client.should(request('bounds', [`user=${randomUUID()}`]), 10_000),
+      ),
+    );
+    assert.ok(answers.every((a) => a.overall_code === 'OK'));
+    const calls = (await scripts()) - before;
+    assert.ok(calls < 100, `${calls} script calls for 200 decisions`);
   });
 
   it('a connection carries at most twice the in-flight cap of concurrent streams', async () => {
