@@ -17,6 +17,7 @@
 import { type ClientHttp2Session, connect, constants } from 'node:http2';
 import { performance } from 'node:perf_hooks';
 import { LatencyRecorder } from '../latency.js';
+import { printResult } from './load-result.js';
 
 const [port, concurrency, descriptors, durationMs, rate = 0] = process.argv
   .slice(2)
@@ -157,19 +158,5 @@ if (rate > 0) {
     }),
   );
 }
-const seconds = (performance.now() - started) / 1000;
-const cpu = process.cpuUsage(cpu0);
-const [p50, p99] = latencies.percentilesUs([0.5, 0.99]);
-console.log(
-  JSON.stringify({
-    calls: latencies.count,
-    errors,
-    over,
-    perSecond: Math.round(latencies.count / seconds),
-    p50Us: p50,
-    p99Us: p99,
-    clientCpuUs: cpu.user + cpu.system,
-    errorKinds: Object.fromEntries(errorKinds),
-  }),
-);
+printResult(latencies, { errors, over, errorKinds }, started, cpu0);
 for (const s of sessions) s.close();

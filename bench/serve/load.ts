@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LatencyRecorder } from '../latency.js';
+import { printResult } from './load-result.js';
 
 const [port, concurrency, descriptors, durationMs] = process.argv.slice(2).map(Number) as [
   number,
@@ -90,18 +91,5 @@ await Promise.all(
     }
   }),
 );
-const seconds = (performance.now() - started) / 1000;
-const cpu = process.cpuUsage(cpu0);
-const [p50, p99] = latencies.percentilesUs([0.5, 0.99]);
-console.log(
-  JSON.stringify({
-    calls: latencies.count,
-    errors,
-    over,
-    perSecond: Math.round(latencies.count / seconds),
-    p50Us: p50,
-    p99Us: p99,
-    clientCpuUs: cpu.user + cpu.system,
-  }),
-);
+printResult(latencies, { errors, over }, started, cpu0);
 for (const c of clients) (c as unknown as grpc.Client).close();
