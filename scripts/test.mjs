@@ -40,6 +40,7 @@ const SLOW = [
   'stall-watchdog',
   'sentinel',
   'serve-sentinel',
+  'serve-bounds',
   'model',
   'dead-connection',
   'race',

@@ -3,7 +3,7 @@
  * callers, each sending `ShouldRateLimit` calls back to back (unary calls multiplexed as
  * HTTP/2 streams over `channels` connections) for `durationMs`, each call with `descriptors`
  * descriptors of a random user. Prints one JSON line: calls, errors, decisions per second,
- * p50/p99 in µs.
+ * p50/p99 in µs, the generator's own CPU in µs.
  *
  *   node --import tsx bench/serve/load.ts <port> <concurrency> <descriptors> <durationMs>
  */
@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { LatencyRecorder } from '../latency.js';
+import { printResult } from './load-result.js';
 
 const [port, concurrency, descriptors, durationMs] = process.argv.slice(2).map(Number) as [
   number,
@@ -73,6 +74,7 @@ let errors = 0;
 let over = 0;
 // Warm up the connections and the server's caches.
 await Promise.all(clients.map((c) => call(c).catch(() => {})));
+const cpu0 = process.cpuUsage();
 const started = performance.now();
 const end = started + durationMs;
 await Promise.all(
@@ -89,16 +91,5 @@ await Promise.all(
     }
   }),
 );
-const seconds = (performance.now() - started) / 1000;
-const [p50, p99] = latencies.percentilesUs([0.5, 0.99]);
-console.log(
-  JSON.stringify({
-    calls: latencies.count,
-    errors,
-    over,
-    perSecond: Math.round(latencies.count / seconds),
-    p50Us: p50,
-    p99Us: p99,
-  }),
-);
+printResult(latencies, { errors, over }, started, cpu0);
 for (const c of clients) (c as unknown as grpc.Client).close();

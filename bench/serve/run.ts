@@ -1,11 +1,15 @@
 /**
  * `sluice serve` under load: a private redis-server, one `sluice serve` process (the built
- * CLI), and the gRPC load generator (`load.ts`) in a process of its own, at 1, 16 and 256
- * concurrent calls with 1 and 3 descriptors per request. For each run: decisions per second,
- * p50/p99, and the server process's CPU per decision (from /proc), against the library's own
+ * CLI), warmed up, and a gRPC load generator in a process of its own (`load-h2.ts`, raw HTTP/2;
+ * `--client grpc-js`: `load.ts`), at 1, 16 and 256 concurrent calls with 1 and 3 descriptors
+ * per request, or at fixed rates (`--cases`). For each case: decisions per second, p50/p99,
+ * and per decision the server process's CPU (from /proc), the load generator's, Redis's
+ * (`INFO`) and Redis's script calls, with the machine's load average; then the library's own
  * `take` in process (CPU per decision of a RateLimiter on the same Redis).
  *
  *   npm run build && node --import tsx bench/serve/run.ts [--duration 3000]
+ *     [--cases 1x256,3r2000] [--client h2|grpc-js] [--cli other/dist/cli/main.js]
+ *     [--server-node-args "--cpu-prof --cpu-prof-dir=DIR"]
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,10 +20,36 @@ import { fileURLToPath } from 'node:url';
 import { startRedisServer } from '../../src/demo/redis-server.js';
 import { fixedWindow, RateLimiter } from '../../src/index.js';
 import { connectRedis } from '../../src/redis/node-redis/connect.js';
+import { parseInfo } from '../redis-stats.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const durationAt = process.argv.indexOf('--duration');
 const DURATION_MS = durationAt > 0 ? Number(process.argv[durationAt + 1]) : 3000;
+const casesAt = process.argv.indexOf('--cases');
+/**
+ * `--cases 1x256,3x16,3r4000`: descriptors `x` concurrent calls (a closed loop), or
+ * descriptors `r` calls per second (an open loop, `load-h2.ts` only); default every closed
+ * combination of 1 and 3 descriptors at 1, 16 and 256 concurrent calls.
+ */
+const CASES = (
+  casesAt > 0
+    ? (process.argv[casesAt + 1] as string).split(',')
+    : [1, 3].flatMap((d) => [1, 16, 256].map((c) => `${d}x${c}`))
+).map((c) => {
+  const [d, n] = c.split(/[xr]/).map(Number) as [number, number];
+  return c.includes('r')
+    ? { descriptors: d, concurrency: 2000, rate: n }
+    : { descriptors: d, concurrency: n, rate: 0 };
+});
+/** `--server-node-args "--cpu-prof --cpu-prof-dir=/tmp/p"`: node flags of the server process. */
+const nodeArgsAt = process.argv.indexOf('--server-node-args');
+const NODE_ARGS = nodeArgsAt > 0 ? (process.argv[nodeArgsAt + 1] as string).split(' ') : [];
+const clientAt = process.argv.indexOf('--client');
+/** `--client h2` (default, `load-h2.ts`) or `grpc-js` (`load.ts`). */
+const LOAD = clientAt > 0 && process.argv[clientAt + 1] === 'grpc-js' ? 'load.ts' : 'load-h2.ts';
+const cliAt = process.argv.indexOf('--cli');
+/** `--cli PATH`: another build's `dist/cli/main.js` (a before/after comparison). */
+const CLI = cliAt > 0 ? (process.argv[cliAt + 1] as string) : join(ROOT, 'dist/cli/main.js');
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 const RULES = `
@@ -36,6 +66,17 @@ descriptors:
     rate_limit: { unit: second, requests_per_unit: 1000000000 }
 `;
 
+/** The 1-minute load average (other jobs share the machine). */
+const loadAverage = () => readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+
+/** Redis's CPU (µs) and top-level script calls so far (`INFO cpu commandstats`). */
+function redisStats(url: string) {
+  const text = spawnSync('redis-cli', ['-u', url, 'INFO', 'everything'], {
+    encoding: 'utf8',
+  }).stdout;
+  return parseInfo(text);
+}
+
 /** User + system CPU of a process so far, in µs (Linux /proc). */
 function cpuUs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -47,7 +88,7 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-bench-'));
 writeFileSync(join(dir, 'bench.yaml'), RULES);
 const server = spawn(
   process.execPath,
-  [join(ROOT, 'dist/cli/main.js'), 'serve', '--config', dir, '--redis-url', redis.url].concat([
+  [...NODE_ARGS, CLI, 'serve', '--config', dir, '--redis-url', redis.url].concat([
     '--host',
     '127.0.0.1',
     '--grpc-port',
@@ -70,23 +111,33 @@ const port = await new Promise<number>((resolve, reject) => {
 });
 
 const rows: string[] = [];
+const load = (concurrency: number, descriptors: number, durationMs: number, rate = 0) =>
+  spawnSync(
+    process.execPath,
+    ['--import', 'tsx', join(ROOT, 'bench/serve', LOAD)].concat(
+      [port, concurrency, descriptors, durationMs, rate].map(String),
+    ),
+    { encoding: 'utf8', cwd: ROOT },
+  );
 try {
-  for (const descriptors of [1, 3]) {
-    for (const concurrency of [1, 16, 256]) {
+  // Warm the server up (its JIT, its connections), unmeasured: the first case would pay for it.
+  load(64, 3, 2000);
+  for (const { descriptors, concurrency, rate } of CASES) {
+    {
       const before = cpuUs(server.pid as number);
-      const load = spawnSync(
-        process.execPath,
-        ['--import', 'tsx', join(ROOT, 'bench/serve/load.ts')].concat(
-          [port, concurrency, descriptors, DURATION_MS].map(String),
-        ),
-        { encoding: 'utf8', cwd: ROOT },
-      );
+      const redisBefore = redisStats(redis.url);
+      const out = load(concurrency, descriptors, DURATION_MS, rate);
       const cpu = cpuUs(server.pid as number) - before;
-      const r = JSON.parse(load.stdout.trim().split('\n').pop() as string);
+      const redisAfter = redisStats(redis.url);
+      const r = JSON.parse(out.stdout.trim().split('\n').pop() as string);
+      const calls = Math.max(1, r.calls);
+      const scripts = (redisAfter.scriptCalls - redisBefore.scriptCalls) / calls;
+      const redisCpu = (redisAfter.cpuUs - redisBefore.cpuUs) / calls;
       rows.push(
-        `| ${descriptors} | ${concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / Math.max(1, r.calls))} | ${r.errors} |`,
+        `| ${descriptors} | ${rate > 0 ? `open loop, ${rate.toLocaleString('en-US')}/s` : concurrency} | ${r.perSecond.toLocaleString('en-US')} | ${(r.p50Us / 1000).toFixed(2)} | ${(r.p99Us / 1000).toFixed(2)} | ${Math.round(cpu / calls)} | ${Math.round(r.clientCpuUs / calls)} | ${Math.round(redisCpu)} | ${scripts.toFixed(2)} | ${r.errors} | ${loadAverage()} |`,
       );
       console.log(rows.at(-1));
+      if (r.errors > 0) console.log(JSON.stringify(r.errorKinds));
     }
   }
   // The library's own take, in process, 16 callers: CPU per decision.

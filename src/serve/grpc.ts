@@ -18,6 +18,33 @@ export interface GrpcHandlers {
   serving(): boolean;
   /** Registers a listener of serving-state changes; returns its removal. */
   onServingChange(listener: () => void): () => void;
+  /** The service's in-flight cap: each connection's streams are capped at twice that. */
+  readonly maxInFlight: number;
+}
+
+/** The largest request message accepted, in bytes: 16 limited descriptors take < 4 KiB. */
+export const MAX_REQUEST_BYTES = 64 * 1024;
+
+/**
+ * The server's bounds. A connection carries at most twice `maxInFlight` concurrent calls
+ * (HTTP/2 `SETTINGS_MAX_CONCURRENT_STREAMS`; the client queues the excess): what one
+ * connection can make the server hold is bounded, while past the service-wide cap a call is
+ * answered UNAVAILABLE at once (so that Envoy's `failure_mode_deny` decides now rather than
+ * at its timeout) instead of waiting in the client's queue; a request message of more than
+ * {@link MAX_REQUEST_BYTES} is refused (`RESOURCE_EXHAUSTED`) before it is decoded, so that no
+ * call holds the event loop; the server pings a connection silent for 30 s and drops it when
+ * the ping is not answered in 10 s (a half-open connection, a peer gone without a FIN), and
+ * lets a connection idle for an hour go. Channelz, which counts every call, is off.
+ */
+export function serverOptions(maxInFlight: number): Grpc.ServerOptions {
+  return {
+    'grpc.max_concurrent_streams': 2 * maxInFlight,
+    'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
+    'grpc.keepalive_time_ms': 30_000,
+    'grpc.keepalive_timeout_ms': 10_000,
+    'grpc.max_connection_idle_ms': 3_600_000,
+    'grpc.enable_channelz': 0,
+  };
 }
 
 /** The proto-loader options: the proto's field names, longs as strings, enums by name. */
@@ -50,10 +77,7 @@ export function grpcServer(
     };
     grpc: { health: { v1: { Health: { service: Grpc.ServiceDefinition } } } };
   };
-  const server = new grpc.Server({
-    // Envoy keeps long-lived connections; let idle ones go after an hour.
-    'grpc.max_connection_idle_ms': 3_600_000,
-  });
+  const server = new grpc.Server(serverOptions(handlers.maxInFlight));
   server.addService(loaded.envoy.service.ratelimit.v3.RateLimitService.service, {
     ShouldRateLimit(
       call: Grpc.ServerUnaryCall<unknown, unknown>,

@@ -23,6 +23,7 @@ import { responseJson, type ServeResponse } from './response.js';
 import type { RuleFileError } from './rules/errors.js';
 import { RuleSource } from './rules/source.js';
 import { answerSettings, runtimeDirectory } from './settings.js';
+import { TurnGate } from './turn-gate.js';
 import type { RateLimitService, RateLimitServiceOptions } from './types.js';
 
 /** Past this, a shutdown stops waiting for in-flight calls, in ms. */
@@ -100,6 +101,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     changed();
   };
 
+  const gate = new TurnGate();
   /** One request, bounded: the in-flight cap and the deadline. */
   const decide = async (raw: unknown, deadlineMs: number): Promise<ServeResponse> => {
     const request = readRequest(raw);
@@ -108,7 +110,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     metrics.inFlight++;
     let timer: NodeJS.Timeout | undefined;
     try {
-      const decided = decider.decide(request);
+      const decided = gate.run(() => decider.decide(request));
       const answer =
         deadlineMs >= timeoutMs && settings.compat === 'sluice'
           ? await decided // the limiter's own deadline is the shorter
@@ -141,12 +143,10 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
   const { server, endWatches } = grpcServer(grpc, protoLoader, {
     async shouldRateLimit(request, deadline) {
       const started = performance.now();
-      const left =
-        deadline instanceof Date
-          ? deadline.getTime() - Date.now() - 1
-          : deadline === Number.POSITIVE_INFINITY
-            ? Number.POSITIVE_INFINITY
-            : Number(deadline) - Date.now() - 1;
+      const left = answerWithin(
+        deadline instanceof Date ? deadline.getTime() : Number(deadline),
+        Date.now(),
+      );
       try {
         const response = await decide(request, left);
         metrics.request(
@@ -164,6 +164,7 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
       }
     },
     serving,
+    maxInFlight,
     onServingChange(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
@@ -253,6 +254,20 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
       return closed;
     },
   };
+}
+
+/**
+ * How long a call may take to be decided, in ms, given its gRPC deadline (epoch ms, or
+ * `Infinity`): the time left less a margin for the answer to reach the client before the
+ * deadline (the deadline travelled as a timeout, which starts late by the request's transit
+ * time; the undecided calls of a burst time out together and are answered one after the
+ * other) — 10 % of the time left, at least 2 ms (Envoy's 20 ms default timeout: 18 ms) — so
+ * that an undecided call is UNAVAILABLE, not a client-side DEADLINE_EXCEEDED.
+ */
+function answerWithin(deadlineMs: number, nowMs: number): number {
+  if (deadlineMs === Number.POSITIVE_INFINITY) return deadlineMs;
+  const left = deadlineMs - nowMs;
+  return left - Math.max(2, left / 10);
 }
 
 /** The gRPC status of a failure, and its name for metrics. */
