@@ -78,6 +78,11 @@ export class RuleSet {
     this.rules = rules;
   }
 
+  /** Whether some file configures `domain`. */
+  hasDomain(domain: string): boolean {
+    return this.#domains.has(domain);
+  }
+
   /** True when the domain has a file. */
   has(domain: string): boolean {
     return this.#domains.has(domain);
