@@ -185,6 +185,17 @@ describe('sluice serve: the trial findings', () => {
   });
 });
 
+describe('sluice serve: environment errors', () => {
+  it('name the variable', async () => {
+    await assert.rejects(
+      startServe(configDir({ 'a.yaml': RULES }), redis.server.url, [], {
+        SLUICE_MAX_IN_FLIGHT: 'abc',
+      }),
+      /SLUICE_MAX_IN_FLIGHT must be an integer/,
+    );
+  });
+});
+
 describe('sluice serve: shutdown with stalled clients', () => {
   it('ends within its grace period: stalled HTTP bodies and gRPC prefaces are cut', async () => {
     const client = await redis.client();

@@ -91,7 +91,7 @@ describe('sluice serve rule files: errors', () => {
       'domain: d\ndescriptors:\n  - key: b\n    rate_limit: { unit: second, requests_per_unit: 2 }\n';
     rejects(
       a,
-      "f1.yaml: domain: domain 'd' is in another file too (MERGE_DOMAIN_CONFIG=true merges them)",
+      "f1.yaml: domain: domain 'd' is in f0.yaml too (MERGE_DOMAIN_CONFIG=true merges them)",
       [b],
     );
     const merged = set(a, true, [b]);
