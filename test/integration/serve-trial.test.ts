@@ -23,6 +23,7 @@ import {
   type ServeProcess,
   startServe,
 } from '../helpers/serve.js';
+import { aliasBomb } from '../helpers/yaml-bomb.js';
 
 const RULES = `
 domain: trial
@@ -171,12 +172,7 @@ describe('sluice serve: the trial findings', () => {
   });
 
   it('a file past the alias bound, added on reload: reported with its name, counted', async () => {
-    const laughs = [
-      'a: &a [x, x, x, x, x, x, x, x, x, x]',
-      ...'bcdefghi'
-        .split('')
-        .map((c, i) => `${c}: &${c} [${Array(10).fill(`*${'abcdefghi'[i]}`).join(', ')}]`),
-    ].join('\n');
+    const laughs = aliasBomb();
     writeFileSync(join(dir, 'bomb.yaml'), `${laughs}\ndomain: bomb\n`);
     await serve.waitFor(/bomb\.yaml: \(document\): not valid YAML/, 10_000);
     const text = (await http(serve.httpPort, '/metrics')).text;

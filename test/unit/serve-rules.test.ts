@@ -13,6 +13,7 @@ import { RuleFileError } from '../../src/serve/rules/errors.js';
 import { buildRuleSet } from '../../src/serve/rules/load.js';
 import { parseRuleFile } from '../../src/serve/rules/parse.js';
 import { RuleSet } from '../../src/serve/rules/tree.js';
+import { aliasBomb } from '../helpers/yaml-bomb.js';
 
 const set = (text: string, merge = false, more: string[] = []) =>
   new RuleSet(
@@ -209,12 +210,7 @@ describe('sluice serve rule files: what the reference loads', () => {
   });
 
   it('an alias expansion attack is still refused, as an error of its file', () => {
-    const laughs = [
-      'a: &a ["x","x","x","x","x","x","x","x","x","x"]',
-      ...'bcdefghi'
-        .split('')
-        .map((c, i) => `${c}: &${c} [${Array(10).fill(`*${'abcdefghi'[i]}`).join(',')}]`),
-    ].join('\n');
+    const laughs = aliasBomb();
     assert.throws(
       () => parseRuleFile('bomb.yaml', `${laughs}\ndomain: d\n`),
       (error: unknown) =>
