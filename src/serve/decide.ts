@@ -107,7 +107,7 @@ export class Decider {
     const outcomes =
       this.#o.settings.compat === 'reference'
         ? await this.#reference(request.domain, planned)
-        : await this.#sluice(request.domain, planned);
+        : await this.#sluice(request.domain, planned, planned.some(deniesAll));
     planned.forEach((p, i) => {
       // Over before any hit, as the reference (its reset: the clock-aligned unit's end).
       if (p.kind === 'denied') {
@@ -118,8 +118,15 @@ export class Decider {
     return this.#answer(label, planned, outcomes);
   }
 
-  /** sluice's counting; the outcomes by descriptor index. */
-  async #sluice(domain: string, planned: readonly Planned[]): Promise<(Outcome | undefined)[]> {
+  /**
+   * sluice's counting; the outcomes by descriptor index. `refused`: a deny-all rule refuses
+   * the request already, so the enforced descriptors are only checked (nothing spent).
+   */
+  async #sluice(
+    domain: string,
+    planned: readonly Planned[],
+    refused: boolean,
+  ): Promise<(Outcome | undefined)[]> {
     const limiter = this.#o.limiter;
     const outcomes: (Outcome | undefined)[] = planned.map(() => undefined);
     const items: TakeAllItem[] = [];
@@ -130,7 +137,7 @@ export class Decider {
       if (p.kind !== 'limited') return;
       // Structure-safe: ["a_b.c"] and ["a_b", "c"] are two scopes.
       const scope: Scope = { tenant: domain, route: JSON.stringify(p.counted) };
-      if (p.hits === 0) {
+      if (p.hits === 0 || (refused && !p.shadow && !p.quota)) {
         pending.push(
           limiter.peek(scope, p.policy).then((d) => {
             outcomes[i] = fromDecision(d, !d.allowed);
@@ -300,6 +307,11 @@ function checkKeyLength(p: Planned, i: number): void {
       `descriptors[${i}]: its entries are ${length} characters as a key (JSON of its key_value parts); at most ${MAX_SCOPE_PART_LENGTH}`,
     );
   }
+}
+
+/** An enforced deny-all descriptor (neither shadow nor quota mode): the request is refused. */
+function deniesAll(p: Planned): boolean {
+  return p.kind === 'denied' && !p.shadow && !p.quota;
 }
 
 function fromDecision(d: Decision, over: boolean): Outcome {

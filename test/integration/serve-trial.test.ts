@@ -111,6 +111,21 @@ describe('sluice serve: the trial findings', () => {
     assert.equal(await admin.client.dbSize(), keys);
   });
 
+  it('a deny-all rule refuses the request: its other descriptors spend nothing', async () => {
+    await add(
+      'zero2.yaml',
+      ZERO.replace('domain: zero', 'domain: zero2').concat(
+        '  - key: k\n    rate_limit: { unit: hour, requests_per_unit: 2 }\n',
+      ),
+      4,
+    );
+    const v = fresh();
+    const refused = await client.should(request('zero2', [`zero=${v}`], [`k=${v}`]));
+    assert.equal(refused.overall_code, 'OVER_LIMIT');
+    const after = await client.should(request('zero2', [`k=${v}`]));
+    assert.deepEqual([after.overall_code, after.statuses[0]?.limit_remaining], ['OK', 1]);
+  });
+
   it('an unknown domain: OK with no limit, its overrides ignored', async () => {
     const overridden = {
       domain: `nodomain-${fresh()}`,
