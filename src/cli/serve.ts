@@ -118,10 +118,10 @@ export async function serve(options: ServeOptions): Promise<number> {
       config: options.config,
       compat: options.compat,
       host: options.host,
-      grpcPort: options.grpcPort ?? envPort(env.GRPC_PORT, 8081),
-      httpPort: options.httpPort ?? envPort(env.PORT, 8080),
-      timeoutMs: options.timeoutMs ?? envPort(env.SLUICE_TIMEOUT_MS, undefined),
-      maxInFlight: options.maxInFlight ?? envPort(env.SLUICE_MAX_IN_FLIGHT, undefined),
+      grpcPort: options.grpcPort ?? envPort(env, 'GRPC_PORT', 8081),
+      httpPort: options.httpPort ?? envPort(env, 'PORT', 8080),
+      timeoutMs: options.timeoutMs ?? envPort(env, 'SLUICE_TIMEOUT_MS', undefined),
+      maxInFlight: options.maxInFlight ?? envPort(env, 'SLUICE_MAX_IN_FLIGHT', undefined),
       namespace: options.namespace,
       log: (line) => printError(line),
     });
@@ -144,12 +144,18 @@ export async function serve(options: ServeOptions): Promise<number> {
   return EXIT.ok;
 }
 
-function envPort<T extends number | undefined>(value: string | undefined, fallback: T): number | T {
+/** An environment variable's port or count; its name in the error. */
+function envPort<T extends number | undefined>(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: T,
+): number | T {
+  const value = env[name];
   if (value === undefined || value === '') return fallback;
   const n = Number(value);
   if (!/^\d+$/.test(value) || n > 2_147_483_647) {
     throw new CliError(
-      `an environment port or count must be an integer; received ${JSON.stringify(value)}`,
+      `${name} must be an integer from 0 to 2147483647; received ${JSON.stringify(value)}`,
       EXIT.usage,
     );
   }

@@ -11,7 +11,7 @@
  * `--compat reference`: every matched descriptor is incremented by its hits, in
  * clock-aligned windows, in one atomic script call (`reference-count.lua`).
  */
-import { MAX_TAKE_ALL_ITEMS } from '../bounds.js';
+import { MAX_SCOPE_PART_LENGTH, MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import type { RateLimiter } from '../limiter/rate-limiter.js';
 import type { ScriptStore } from '../stores/store.js';
 import type { Decision, Scope, TakeAllItem } from '../types.js';
@@ -38,6 +38,11 @@ export class NoConfigError extends Error {
   }
 }
 
+/** The `domain` label of every domain no file configures (bounded metrics). */
+export const UNKNOWN_DOMAIN = '(unknown)';
+/** The `key` label of a descriptor decided by the request's own limit override. */
+export const OVERRIDE_KEY = '(override)';
+
 /** How one limited descriptor came out. */
 interface Outcome {
   readonly over: boolean;
@@ -61,8 +66,17 @@ export interface DeciderOptions {
   readonly settings: AnswerSettings;
   readonly policies: Policies;
   readonly rules: () => RuleSet | undefined;
-  /** Called once per descriptor with its metric key and outcome. */
-  readonly onDescriptor?: (domain: string, key: string, outcome: DescriptorOutcome) => void;
+  /**
+   * Called once per descriptor with its metric labels: the domain (a configured one, else
+   * {@link UNKNOWN_DOMAIN}), the rule's key (or {@link OVERRIDE_KEY}), the outcome, and,
+   * under the rule's `detailed_metric`, the runtime key (`domain.key_value…`).
+   */
+  readonly onDescriptor?: (
+    domain: string,
+    key: string,
+    outcome: DescriptorOutcome,
+    detail?: string,
+  ) => void;
 }
 
 export class Decider {
@@ -89,15 +103,30 @@ export class Decider {
         `at most ${MAX_TAKE_ALL_ITEMS} limited descriptors per request are decided in one atomic call; received ${limited}`,
       );
     }
+    planned.forEach(checkKeyLength);
     const outcomes =
       this.#o.settings.compat === 'reference'
         ? await this.#reference(request.domain, planned)
-        : await this.#sluice(request.domain, planned);
-    return this.#answer(request.domain, planned, outcomes);
+        : await this.#sluice(request.domain, planned, planned.some(deniesAll));
+    planned.forEach((p, i) => {
+      // Over before any hit, as the reference (its reset: the clock-aligned unit's end).
+      if (p.kind === 'denied') {
+        outcomes[i] = { over: true, remaining: 0, resetMs: p.unitMs - (Date.now() % p.unitMs) };
+      }
+    });
+    const label = rules.hasDomain(request.domain) ? request.domain : UNKNOWN_DOMAIN;
+    return this.#answer(label, planned, outcomes);
   }
 
-  /** sluice's counting; the outcomes by descriptor index. */
-  async #sluice(domain: string, planned: readonly Planned[]): Promise<(Outcome | undefined)[]> {
+  /**
+   * sluice's counting; the outcomes by descriptor index. `refused`: a deny-all rule refuses
+   * the request already, so the enforced descriptors are only checked (nothing spent).
+   */
+  async #sluice(
+    domain: string,
+    planned: readonly Planned[],
+    refused: boolean,
+  ): Promise<(Outcome | undefined)[]> {
     const limiter = this.#o.limiter;
     const outcomes: (Outcome | undefined)[] = planned.map(() => undefined);
     const items: TakeAllItem[] = [];
@@ -108,7 +137,7 @@ export class Decider {
       if (p.kind !== 'limited') return;
       // Structure-safe: ["a_b.c"] and ["a_b", "c"] are two scopes.
       const scope: Scope = { tenant: domain, route: JSON.stringify(p.counted) };
-      if (p.hits === 0) {
+      if (p.hits === 0 || (refused && !p.shadow && !p.quota)) {
         pending.push(
           limiter.peek(scope, p.policy).then((d) => {
             outcomes[i] = fromDecision(d, !d.allowed);
@@ -138,17 +167,13 @@ export class Decider {
     if (items.length > 0) {
       pending.push(
         limiter.takeAll(items).then(async (result) => {
-          if (!result.allowed) {
-            await chargeRefused(
-              limiter,
-              items.filter((_, j) => (result.decisions[j]?.retryAfterMs ?? 0) > 0),
-            );
-          }
+          const after = result.allowed ? [] : await chargeRefused(limiter, items, result.decisions);
           planned.forEach((_, i) => {
             const j = itemOf[i];
             if (j === undefined) return;
             const d = result.decisions[j] as Decision;
-            outcomes[i] = fromDecision(d, !result.allowed && d.retryAfterMs > 0);
+            const over = !result.allowed && d.retryAfterMs > 0;
+            outcomes[i] = after[j] ?? fromDecision(d, over);
           });
         }),
       );
@@ -224,13 +249,9 @@ export class Decider {
         over = true;
         if (p.rule === undefined) overrideOver = true;
       }
-      const key =
-        p.rule === undefined
-          ? `${domain}.${p.counted.join('.')}`
-          : p.rule.detailedMetric
-            ? `${domain}.${p.counted.join('.')}`
-            : p.rule.fullKey;
-      report?.(domain, key, outcome);
+      if (p.rule === undefined) report?.(domain, OVERRIDE_KEY, outcome);
+      else if (!p.rule.detailedMetric) report?.(domain, p.rule.fullKey, outcome);
+      else report?.(domain, p.rule.fullKey, outcome, `${domain}.${p.counted.join('.')}`);
       const status: DescriptorStatus = {
         code,
         current_limit: { requests_per_unit: p.requestsPerUnit, unit: p.unit, name: p.name },
@@ -270,6 +291,29 @@ export class Decider {
   }
 }
 
+/**
+ * A limited descriptor's entries, as one key, fit sluice's scope bound (65,536 characters of
+ * their JSON): else a `BadRequestError` naming `descriptors[i]`, nothing sent.
+ */
+function checkKeyLength(p: Planned, i: number): void {
+  if (p.kind !== 'limited') return;
+  let chars = 0;
+  for (const part of p.counted) chars += part.length + 3;
+  // JSON escapes a character into at most 6: only a long key needs the exact count.
+  if (chars * 6 <= MAX_SCOPE_PART_LENGTH) return;
+  const length = JSON.stringify(p.counted).length;
+  if (length > MAX_SCOPE_PART_LENGTH) {
+    throw new BadRequestError(
+      `descriptors[${i}]: its entries are ${length} characters as a key (JSON of its key_value parts); at most ${MAX_SCOPE_PART_LENGTH}`,
+    );
+  }
+}
+
+/** An enforced deny-all descriptor (neither shadow nor quota mode): the request is refused. */
+function deniesAll(p: Planned): boolean {
+  return p.kind === 'denied' && !p.shadow && !p.quota;
+}
+
 function fromDecision(d: Decision, over: boolean): Outcome {
   return { over, remaining: d.remaining, resetMs: d.resetMs };
 }
@@ -277,18 +321,33 @@ function fromDecision(d: Decision, over: boolean): Outcome {
 /**
  * Counts, as the reference does, the descriptors that refused a request, and only those
  * (a refused request spends no quota that did not refuse it): so Envoy's check-then-debit
- * flow (`hits_addend: 0`, then the real hits when the stream ends) stays bounded — a debit
- * that goes over still counts, and the next check sees the scope over. `limiter.charge`
- * consumes past the limit atomically on Redis, the debt bounded by one horizon (see
- * docs/priced.md). A sliding window log cannot be charged (its members carry running
- * totals): its refused debit counts nothing, as a refused take.
+ * flow (descriptor `hits_addend: {value: 0}`, then the real hits when the stream ends) stays
+ * bounded — a debit that goes over still counts, and the next check sees the scope over.
+ * Every refused weighted request is charged so (the service cannot tell a debit from a
+ * weighted request), also one whose hits exceed the limit itself: such a request fills its
+ * scope's window, as the reference's increment does. `limiter.charge` consumes past the
+ * limit atomically on Redis, the debt bounded by one horizon (see docs/priced.md). A sliding
+ * window log cannot be charged (its members carry running totals): its refused debit counts
+ * nothing, as a refused take.
  *
- * @param items the takeAll items that refused the request (never those that would have fit).
+ * @param items the takeAll's items; those whose decision refused the request are charged.
+ * @returns by item index, the state after the charge (the charge's `remaining`, the scope's
+ *   reset read after it) of each item charged; the others absent.
  */
-async function chargeRefused(limiter: RateLimiter, items: readonly TakeAllItem[]) {
+async function chargeRefused(
+  limiter: RateLimiter,
+  items: readonly TakeAllItem[],
+  decisions: readonly Decision[],
+): Promise<(Outcome | undefined)[]> {
+  const after: (Outcome | undefined)[] = [];
   await Promise.all(
-    items
-      .filter((item) => item.policy.algorithm !== 'sliding-window-log')
-      .map((item) => limiter.charge(item.scope, item.policy, item.cost ?? 1)),
+    items.map(async (item, j) => {
+      if ((decisions[j]?.retryAfterMs ?? 0) <= 0) return;
+      if (item.policy.algorithm === 'sliding-window-log') return;
+      const settled = await limiter.charge(item.scope, item.policy, item.cost ?? 1);
+      const now = await limiter.peek(item.scope, item.policy);
+      after[j] = { over: true, remaining: settled.remaining, resetMs: now.resetMs };
+    }),
   );
+  return after;
 }

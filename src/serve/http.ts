@@ -14,11 +14,22 @@ export interface HttpHandlers {
   metrics(): string;
 }
 
-/** Largest `POST /json` body, in bytes. */
-const MAX_BODY = 1_048_576;
+/** Largest `POST /json` body, in bytes; past it, 413. */
+export const MAX_BODY = 1_048_576;
+/**
+ * A request's headers and body must arrive within this, in ms (else 408 and the socket
+ * closed), so that a slow or stalled client holds no socket for long, nor a shutdown.
+ */
+export const HTTP_REQUEST_TIMEOUT_MS = 10_000;
 
 export function httpServer(handlers: HttpHandlers): Server {
-  return createServer((req, res) => {
+  const options = {
+    headersTimeout: HTTP_REQUEST_TIMEOUT_MS,
+    requestTimeout: HTTP_REQUEST_TIMEOUT_MS,
+    // How often those are checked (Node's default, 30 s, would triple them).
+    connectionsCheckingInterval: 1000,
+  };
+  return createServer(options, (req, res) => {
     route(handlers, req, res).catch(() => {
       if (!res.headersSent) send(res, 500, 'text/plain', 'internal error\n');
       else res.destroy();
@@ -41,7 +52,9 @@ async function route(handlers: HttpHandlers, req: IncomingMessage, res: ServerRe
   if (path === '/json' && req.method === 'POST') {
     const text = await body(req);
     if (text === undefined) {
-      send(res, 413, 'text/plain', 'request body too large\n');
+      // Answered, then the socket closed (the rest of the body is not read).
+      res.setHeader('connection', 'close');
+      send(res, 413, 'text/plain', `request body over ${MAX_BODY} bytes\n`);
       return;
     }
     let parsed: unknown;
@@ -70,8 +83,8 @@ function body(req: IncomingMessage): Promise<string | undefined> {
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
       if (size > MAX_BODY) {
+        chunks.length = 0;
         resolve(undefined);
-        req.destroy();
       } else chunks.push(chunk);
     });
     req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));

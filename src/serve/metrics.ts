@@ -1,18 +1,23 @@
 /**
  * The service's metrics, in the Prometheus text format (`GET /metrics`), with no client
  * library: counters keyed by their labels, one gauge per state, one latency histogram.
- * Label values are bounded by the configuration (a rule's key), except under a rule's
- * `detailed_metric`, which puts each runtime value in its key, as the reference does.
+ * Label values are bounded by the configuration: a configured domain (others share one
+ * value), a rule's key (overrides share one value); under a rule's `detailed_metric` each
+ * runtime value is put in its key, as the reference does, for the first
+ * {@link MAX_DETAILED_KEYS} distinct ones (later ones are counted under the rule's key).
  */
 import type { DescriptorOutcome } from './decide.js';
 
 const BUCKETS_MS = [0.5, 1, 2, 5, 10, 20, 50, 100, 250, 1000];
+/** Distinct runtime keys `detailed_metric` rules put in labels, per process; then the rule's key. */
+export const MAX_DETAILED_KEYS = 1000;
 
 /** `GET /metrics`'s families; see docs/serve.md. */
 export class ServeMetrics {
   readonly #requests = new Map<string, number>();
   readonly #descriptors = new Map<string, number>();
   readonly #reloads = new Map<string, number>();
+  readonly #detailed = new Set<string>();
   readonly #buckets = BUCKETS_MS.map(() => 0);
   #count = 0;
   #sumMs = 0;
@@ -35,7 +40,12 @@ export class ServeMetrics {
     }
   }
 
-  descriptor(domain: string, key: string, outcome: DescriptorOutcome): void {
+  /** One descriptor decided; `detail`: the runtime key of a `detailed_metric` rule. */
+  descriptor(domain: string, key: string, outcome: DescriptorOutcome, detail?: string): void {
+    if (detail !== undefined && !this.#detailed.has(detail)) {
+      if (this.#detailed.size < MAX_DETAILED_KEYS) this.#detailed.add(detail);
+    }
+    if (detail !== undefined && this.#detailed.has(detail)) key = detail;
     add(this.#descriptors, `domain="${esc(domain)}",key="${esc(key)}",outcome="${outcome}"`);
   }
 

@@ -19,7 +19,10 @@ export interface Limited {
   readonly unit: Unit;
   readonly unitMs: number;
   readonly name: string;
-  /** The descriptor's `key_value` parts as counted (see `RuleSet.match`). */
+  /**
+   * The descriptor's `key_value` parts as counted (see `RuleSet.match`); for an override,
+   * each entry's `[key, value]` as JSON.
+   */
   readonly counted: readonly string[];
   /** Hits it adds; 0 = check only. */
   readonly hits: number;
@@ -29,8 +32,18 @@ export interface Limited {
   readonly quota: boolean;
 }
 
+/**
+ * A rule of `requests_per_unit: 0` (or none given, the reference's uint32 default): every
+ * request is over it, decided without Redis, as the reference answers it.
+ */
+export interface Denied extends Omit<Limited, 'kind' | 'policy' | 'hits' | 'rule'> {
+  readonly kind: 'denied';
+  readonly rule: Rule;
+}
+
 export type Planned =
   | { readonly kind: 'none' }
+  | Denied
   | { readonly kind: 'unlimited'; readonly rule: Rule }
   | { readonly kind: 'replaced'; readonly rule: Rule }
   | Limited;
@@ -41,10 +54,14 @@ export type Planned =
  * is answered as check only (sluice never gives quota back).
  */
 export function plan(request: ServeRequest, rules: RuleSet, policies: Policies): Planned[] {
+  // An unknown domain has no limit, overrides included (the reference's GetLimit).
+  if (!rules.hasDomain(request.domain)) return request.descriptors.map(() => ({ kind: 'none' }));
   const planned: Planned[] = request.descriptors.map((d) => {
     const hits = d.negativeHits ? 0 : (d.hitsAddend ?? (request.hitsAddend || 1));
-    const counted = d.entries.map((e) => (e.value === '' ? e.key : `${e.key}_${e.value}`));
-    if (d.override !== undefined && counted.length > 0) {
+    if (d.override !== undefined && d.entries.length > 0) {
+      // Keys are the request's own here: each entry as a [key, value] pair, so that no two
+      // descriptors share a counter (`k_v` = '' and `k` = `v` would, as `key_value`).
+      const counted = d.entries.map((e) => JSON.stringify([e.key, e.value]));
       const { requestsPerUnit, unit } = d.override;
       const policy = policies.ofOverride(requestsPerUnit, unit);
       return {
@@ -65,29 +82,30 @@ export function plan(request: ServeRequest, rules: RuleSet, policies: Policies):
     if (match === undefined) return { kind: 'none' };
     const { rule } = match;
     if (rule.limit.unlimited) return { kind: 'unlimited', rule };
-    return {
-      kind: 'limited',
+    const shared = {
       rule,
-      policy: policies.ofRule(rule),
       requestsPerUnit: rule.limit.requestsPerUnit,
       unit: rule.limit.unit as Unit,
       unitMs: rule.unitMs,
       name: rule.limit.name ?? '',
       counted: match.counted,
-      hits,
       shadow: rule.shadowMode,
       quota: rule.quotaMode,
     };
+    if (rule.limit.requestsPerUnit === 0) return { kind: 'denied', ...shared };
+    return { kind: 'limited', policy: policies.ofRule(rule), hits, ...shared };
   });
   const replaced = new Set<string>();
   for (const p of planned) {
-    if (p.kind === 'limited' && p.rule !== undefined) {
+    if ((p.kind === 'limited' || p.kind === 'denied') && p.rule !== undefined) {
       for (const name of p.rule.limit.replaces) replaced.add(name);
     }
   }
   if (replaced.size === 0) return planned;
   return planned.map((p) =>
-    p.kind === 'limited' && p.rule?.limit.name !== undefined && replaced.has(p.rule.limit.name)
+    (p.kind === 'limited' || p.kind === 'denied') &&
+    p.rule?.limit.name !== undefined &&
+    replaced.has(p.rule.limit.name)
       ? { kind: 'replaced', rule: p.rule }
       : p,
   );

@@ -26,7 +26,7 @@ import { answerSettings, runtimeDirectory } from './settings.js';
 import { TurnGate } from './turn-gate.js';
 import type { RateLimitService, RateLimitServiceOptions } from './types.js';
 
-/** Past this, a shutdown stops waiting for in-flight calls, in ms. */
+/** Past this, a shutdown stops waiting for in-flight calls, in ms (default). */
 const SHUTDOWN_GRACE_MS = 10_000;
 /** The Redis probe's period, in ms. */
 const PROBE_MS = 1000;
@@ -88,7 +88,8 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
     settings,
     policies,
     rules: () => rules.current,
-    onDescriptor: (domain, key, outcome) => metrics.descriptor(domain, key, outcome),
+    onDescriptor: (domain, key, outcome, detail) =>
+      metrics.descriptor(domain, key, outcome, detail),
   });
   let redisKnown = false;
   const redisState = (up: boolean) => {
@@ -249,7 +250,8 @@ export async function startService(options: RateLimitServiceOptions): Promise<Ra
         endWatches();
         clearInterval(probeTimer);
         rules.stop();
-        await Promise.all([shutdownGrpc(server), closeHttp(http)]);
+        const graceMs = options.shutdownGraceMs ?? SHUTDOWN_GRACE_MS;
+        await Promise.all([shutdownGrpc(server, graceMs), closeHttp(http, graceMs)]);
       })();
       return closed;
     },
@@ -283,12 +285,12 @@ function grpcStatus(error: unknown): { code: grpc.status; name: string } {
 }
 
 /** Stops accepting calls and waits for those in flight (at most the grace period). */
-function shutdownGrpc(server: grpc.Server): Promise<void> {
+function shutdownGrpc(server: grpc.Server, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => {
       server.forceShutdown();
       resolve();
-    }, SHUTDOWN_GRACE_MS);
+    }, graceMs);
     timer.unref();
     server.tryShutdown(() => {
       clearTimeout(timer);
@@ -297,9 +299,15 @@ function shutdownGrpc(server: grpc.Server): Promise<void> {
   });
 }
 
-function closeHttp(http: HttpServer): Promise<void> {
+/** Stops accepting; past the grace period, destroys the sockets still open (stalled clients). */
+function closeHttp(http: HttpServer, graceMs: number): Promise<void> {
   return new Promise((resolve) => {
-    http.close(() => resolve());
+    const timer = setTimeout(() => http.closeAllConnections(), graceMs);
+    timer.unref();
+    http.close(() => {
+      clearTimeout(timer);
+      resolve();
+    });
     http.closeIdleConnections();
   });
 }

@@ -48,6 +48,11 @@ export interface RateLimitServiceOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** How often the rule files are compared for a change, in ms; 0 = only on file events. Default 1000. */
   readonly reloadPollMs?: number;
+  /**
+   * How long `close()` waits for calls in flight, in ms; past it the sockets still open are
+   * destroyed (HTTP) and the gRPC server forced down. Default 10000.
+   */
+  readonly shutdownGraceMs?: number;
   /** Where log lines go. Default: stderr. */
   readonly log?: (line: string) => void;
 }
@@ -64,7 +69,8 @@ export interface RateLimitService {
   reload(): Promise<void>;
   /**
    * Graceful shutdown: reports NOT_SERVING, stops accepting calls, waits for those in flight
-   * (at most 10 s). The Redis client is the caller's to close, after.
+   * (at most `shutdownGraceMs`, 10 s by default), then destroys the connections still open.
+   * The Redis client is the caller's to close, after.
    */
   close(): Promise<void>;
 }

@@ -13,6 +13,7 @@ import { RuleFileError } from '../../src/serve/rules/errors.js';
 import { buildRuleSet } from '../../src/serve/rules/load.js';
 import { parseRuleFile } from '../../src/serve/rules/parse.js';
 import { RuleSet } from '../../src/serve/rules/tree.js';
+import { aliasBomb } from '../helpers/yaml-bomb.js';
 
 const set = (text: string, merge = false, more: string[] = []) =>
   new RuleSet(
@@ -52,7 +53,7 @@ describe('sluice serve rule files: errors', () => {
     );
     rejects(
       'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: -1 }\n',
-      'f0.yaml: descriptors[0].rate_limit.requests_per_unit: must be an integer from 1 to 4294967295; received the number -1',
+      'f0.yaml: descriptors[0].rate_limit.requests_per_unit: must be an integer from 0 to 4294967295; received the number -1',
     );
     rejects(
       'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unlimited: true, unit: second }\n',
@@ -91,7 +92,7 @@ describe('sluice serve rule files: errors', () => {
       'domain: d\ndescriptors:\n  - key: b\n    rate_limit: { unit: second, requests_per_unit: 2 }\n';
     rejects(
       a,
-      "f1.yaml: domain: domain 'd' is in another file too (MERGE_DOMAIN_CONFIG=true merges them)",
+      "f1.yaml: domain: domain 'd' is in f0.yaml too (MERGE_DOMAIN_CONFIG=true merges them)",
       [b],
     );
     const merged = set(a, true, [b]);
@@ -190,6 +191,62 @@ describe('sluice serve rule files: limits sluice cannot decide', () => {
           error.message,
           /^f\.yaml: descriptors\[0\]\.rate_limit: cannot be decided: policy\.limit must be/,
         );
+        return true;
+      },
+    );
+  });
+});
+
+describe('sluice serve rule files: what the reference loads', () => {
+  const anchored = (uses: number) =>
+    `domain: d\ndescriptors:\n  - key: k0\n    rate_limit: &std { unit: minute, requests_per_unit: 10 }\n${Array.from(
+      { length: uses },
+      (_, i) => `  - key: k${i + 1}\n    rate_limit: *std\n`,
+    ).join('')}`;
+
+  it('a rate_limit anchored once and used on a thousand descriptors', () => {
+    const rules = set(anchored(1000));
+    assert.equal(rules.rules.length, 1001);
+  });
+
+  it('an alias expansion attack is still refused, as an error of its file', () => {
+    const laughs = aliasBomb();
+    assert.throws(
+      () => parseRuleFile('bomb.yaml', `${laughs}\ndomain: d\n`),
+      (error: unknown) =>
+        error instanceof RuleFileError &&
+        /^bomb\.yaml: \(document\): not valid YAML: .*alias/i.test(error.message),
+    );
+  });
+
+  it('requests_per_unit 0 or none: loads (a deny-all rule, as the reference)', () => {
+    const rules = set(
+      'domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 0 }\n  - key: b\n    rate_limit: { unit: hour }\n',
+    );
+    assert.deepEqual(
+      rules.rules.map((r) => r.limit.requestsPerUnit),
+      [0, 0],
+    );
+  });
+
+  it('every file that does not load is reported, each with its first error', () => {
+    const texts = {
+      digest: '',
+      files: [
+        { name: 'a.yaml', text: 'domain: a\nbogus: 1\n' },
+        { name: 'b.yaml', text: 'domain: b\ndescriptors: []\n' },
+        { name: 'c.yaml', text: 'domain: c\ndescriptors:\n  - rate_limt: 1\n' },
+      ],
+    };
+    assert.throws(
+      () => buildRuleSet(texts, false, new Policies()),
+      (error: unknown) => {
+        assert.ok(error instanceof RuleFileError);
+        assert.equal(error.file, 'a.yaml');
+        assert.deepEqual(error.message.split('\n'), [
+          'a.yaml: bogus: unknown key (expected one of domain, descriptors)',
+          'c.yaml: descriptors[0].rate_limt: unknown key (expected one of key, value, rate_limit, descriptors, shadow_mode, detailed_metric, quota_mode, share_threshold)',
+        ]);
         return true;
       },
     );

@@ -45,14 +45,33 @@ export async function readRuleTexts(path: string): Promise<RuleTexts> {
  * Parses and checks the files and builds the rule set, with every rule's policy built once
  * (so that a limit sluice cannot decide is an error of the file, never of a request).
  *
- * @throws {RuleFileError} the first problem (see `parseRuleFile` and `RuleSet`), or a limit
- *   its algorithm refuses (e.g. a sliding-window-log limit above its bound).
+ * @throws {RuleFileError} the first problem of each file that does not parse (every such
+ *   file, one line each in the message; the fields name the first), else the first problem
+ *   across files (see `RuleSet`), or a limit its algorithm refuses (e.g. a
+ *   sliding-window-log limit above its bound).
  */
 export function buildRuleSet(texts: RuleTexts, merge: boolean, policies: Policies): RuleSet {
-  const parsed: RuleFile[] = texts.files.map((f) => parseRuleFile(f.name, f.text));
+  const parsed: RuleFile[] = [];
+  const failed: RuleFileError[] = [];
+  for (const f of texts.files) {
+    try {
+      parsed.push(parseRuleFile(f.name, f.text));
+    } catch (error) {
+      failed.push(
+        error instanceof RuleFileError
+          ? error
+          : new RuleFileError(f.name, '(document)', `cannot be loaded: ${String(error)}`),
+      );
+    }
+  }
+  const first = failed[0];
+  if (first !== undefined) {
+    first.message = failed.map((e) => e.message).join('\n');
+    throw first;
+  }
   const rules = new RuleSet(parsed, merge);
   for (const rule of rules.rules) {
-    if (rule.limit.unlimited) continue;
+    if (rule.limit.unlimited || rule.limit.requestsPerUnit === 0) continue;
     try {
       policies.ofRule(rule);
     } catch (error) {

@@ -74,6 +74,12 @@ const RATE_LIMIT_KEYS = new Set([
   'algorithm',
   'burst',
 ]);
+/**
+ * The most alias expansions one file may have (yaml's `maxAliasCount`, count × uses): large
+ * enough for a ConfigMap that anchors one `rate_limit` and uses it on thousands of
+ * descriptors (the reference's yaml.v2 loads those), bounded against an expansion attack.
+ */
+export const MAX_ALIAS_COUNT = 100_000;
 /** The largest `requests_per_unit` (the API's uint32). */
 const MAX_UINT32 = 4_294_967_295;
 
@@ -94,7 +100,13 @@ export function parseRuleFile(file: string, text: string): RuleFile {
   if (first !== undefined) {
     throw new RuleFileError(file, '(document)', `not valid YAML: ${first.message.split('\n')[0]}`);
   }
-  const root: unknown = doc.toJS();
+  let root: unknown;
+  try {
+    root = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    // Aliases past the bound (an expansion attack), or an alias to no anchor.
+    throw new RuleFileError(file, '(document)', `not valid YAML: ${(error as Error).message}`);
+  }
   const fail = (path: string, reason: string) => new RuleFileError(file, path, reason);
   const map = asMap(root, '(document)', fail);
   unknownKeys(map, ROOT_KEYS, '', fail);
@@ -185,11 +197,12 @@ function rateLimitSpec(value: unknown, path: string, fail: Fail): RateLimitSpec 
   if (!ALGORITHMS.includes(algorithm as Algorithm)) {
     throw fail(`${path}.algorithm`, `must be one of ${ALGORITHMS.join(', ')}`);
   }
-  const requestsPerUnit = unlimited
-    ? count(map, 'requests_per_unit', path, fail, 0)
-    : count(map, 'requests_per_unit', path, fail, 1);
+  // 0, or none (the reference's uint32 default): every request over the limit, as there.
+  const requestsPerUnit = count(map, 'requests_per_unit', path, fail, 0);
   const burst =
-    map.burst === undefined ? undefined : count(map, 'burst', path, fail, 1, requestsPerUnit);
+    map.burst === undefined
+      ? undefined
+      : count(map, 'burst', path, fail, 1, Math.max(1, requestsPerUnit));
   if (burst !== undefined && algorithm !== 'token-bucket' && algorithm !== 'gcra') {
     throw fail(`${path}.burst`, 'applies to algorithm token-bucket or gcra only');
   }

@@ -119,8 +119,12 @@ export class RuleSource {
       if (digest === this.#digest) return;
       this.#digest = digest;
       rules = buildRuleSet(texts, this.#options.merge, this.#options.policies);
-    } catch (error) {
-      if (!(error instanceof RuleFileError)) throw error;
+    } catch (caught) {
+      // Never a silent failure: whatever the files threw is reported as theirs.
+      const error =
+        caught instanceof RuleFileError
+          ? caught
+          : new RuleFileError(this.#options.path, '(file)', `cannot be loaded: ${String(caught)}`);
       if (this.#lastError?.message === error.message) return;
       this.#lastError = error;
       this.#options.onReload({ ok: false, error });

@@ -59,15 +59,17 @@ export class RuleSet {
    */
   constructor(files: readonly RuleFile[], merge: boolean) {
     const rules: Rule[] = [];
+    const fileOf = new Map<string, string>();
     for (const file of files) {
       let root = this.#domains.get(file.domain);
       if (root !== undefined && !merge) {
         throw new RuleFileError(
           file.file,
           'domain',
-          `domain '${file.domain}' is in another file too (MERGE_DOMAIN_CONFIG=true merges them)`,
+          `domain '${file.domain}' is in ${fileOf.get(file.domain)} too (MERGE_DOMAIN_CONFIG=true merges them)`,
         );
       }
+      fileOf.set(file.domain, file.file);
       if (root === undefined) {
         root = newNode(false);
         this.#domains.set(file.domain, root);
@@ -76,6 +78,11 @@ export class RuleSet {
     }
     this.files = files.map((f) => f.file);
     this.rules = rules;
+  }
+
+  /** Whether some file configures `domain`. */
+  hasDomain(domain: string): boolean {
+    return this.#domains.has(domain);
   }
 
   /** True when the domain has a file. */
