@@ -16,7 +16,14 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { Registry } from 'prom-client';
-import { concurrency, fixedWindow, InvalidInputError, RateLimiter, tokenBucket } from 'sluice';
+import {
+  concurrency,
+  fixedWindow,
+  InvalidInputError,
+  MemoryStore,
+  RateLimiter,
+  tokenBucket,
+} from 'sluice';
 import type { Metrics } from 'sluice/metrics';
 import { openTelemetryMetrics } from 'sluice/opentelemetry';
 import { prometheusMetrics } from 'sluice/prometheus';
@@ -140,6 +147,30 @@ describe('wait', () => {
     // Without the wake it would ask again after its backoff (hundreds of ms by now).
     assert.ok(performance.now() - releasedAt < 100);
     assert.equal(await lease.release(), true);
+  });
+
+  it('maxWaitMs 0 on a concurrency policy: one attempt, refused at once (Redis and memory)', async () => {
+    const policy = concurrency({ limit: 1, leaseMs: 60_000 });
+    for (const limiter of [await limiterOf(), new RateLimiter({ store: new MemoryStore() })]) {
+      const scope = { tenant: randomTenant() };
+      const held = await limiter.acquire(scope, policy);
+      const started = performance.now();
+      const refused = await limiter.wait(scope, policy, { maxWaitMs: 0 });
+      assert.equal(refused.allowed, false);
+      assert.ok(performance.now() - started < 500, 'not held until the lease expires');
+      let ran = false;
+      const scheduled = await limiter.schedule(scope, policy, () => (ran = true), { maxWaitMs: 0 });
+      assert.equal(scheduled.admitted || ran, false);
+      // A waiter past its deadline never takes the slot from one still in time behind it.
+      const first = limiter.wait(scope, policy, { maxWaitMs: 20 });
+      const second = limiter.wait(scope, policy, { maxWaitMs: 5000 });
+      await sleep(300);
+      await held.release();
+      assert.equal((await first).allowed, false);
+      const lease = await second;
+      assert.ok(lease.allowed);
+      assert.equal(await lease.release(), true);
+    }
   });
 
   it('checks its input: InvalidInputError, nothing sent', async () => {
