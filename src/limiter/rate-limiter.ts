@@ -298,9 +298,12 @@ export class RateLimiter {
       const done: (result: TakeAllResult) => void = leased
         ? (result) => resolve(this.#leases.withLeases(targets, result))
         : resolve;
-      return record === undefined
-        ? new GroupCall(this.#outcomes, targets, done, reject)
-        : new IdGroupCall(this.#outcomes, targets, record, done, reject);
+      const call =
+        record === undefined
+          ? new GroupCall(this.#outcomes, targets, done, reject)
+          : new IdGroupCall(this.#outcomes, targets, record, done, reject);
+      if (leased) call.late = (result) => this.#leases.releaseLateAll(targets, result);
+      return call;
     }, meta);
   }
 
