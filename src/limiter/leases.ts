@@ -122,7 +122,10 @@ export class Leases {
 
   /** Releases a lease admitted after its caller was told the call timed out. */
   #releaseLate(target: Target, decision: Decision): void {
-    if (decision.allowed) this.lease(target, decision).release().catch(() => false);
+    if (!decision.allowed) return;
+    this.lease(target, decision)
+      .release()
+      .catch(() => false);
   }
 
   /** Releases the leases of a takeAll admitted after its caller was told it timed out. */
