@@ -1,7 +1,8 @@
 /**
  * A concurrency limit on a route, through the Express, Fastify, Koa and node:http adapters
  * on real servers on loopback and a real Redis: a request holds a lease while it runs and
- * frees it when its response finishes; an aborted client frees its slot at once; a handler
+ * frees it when its response ends; a client that hangs up frees its slot only when its
+ * handler's response ends or its lease (no longer renewed) expires; a handler
  * running longer than the lease keeps it (renewed); over the limit, `429` with a
  * `Retry-After` from the earliest lease expiry and the `qu="concurrent-requests"` quota.
  */
@@ -132,7 +133,7 @@ async function freed(
 
 for (const [name, start] of Object.entries(ADAPTERS)) {
   describe(`a concurrency limit on a ${name} route`, () => {
-    it('holds a lease per request, frees it on finish or abort, renews a long one; 429 over the limit', async () => {
+    it('holds a lease per request until its response ends (a hang-up stops the renewals), renews a long one; 429 over the limit', async () => {
       const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
       const policy = concurrency({ limit: 2, leaseMs: 300, name: 'exports' });
       const g = gate();
@@ -159,13 +160,16 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       );
       assert.match(refused.headers.get('ratelimit') ?? '', /^"exports";r=0;t=1$/);
 
-      // An aborted client frees its slot at once (long before its lease would expire,
-      // and it would be renewed meanwhile).
+      // A client that hangs up does not free its slot while its handler runs (else any
+      // client could run unbounded handlers): its lease is no longer renewed and ends at
+      // the latest leaseMs after the hang-up.
       aborter.abort();
       await first;
+      await sleep(50);
+      assert.equal((await post({ 'x-hold-ms': '0' })).status, 429, 'the hung-up handler runs');
+      await freed(limiter, { tenant, route }, policy, 1); // expired: 300 ms after a renewal
       const third = post();
-      // Its lease (renewed every 150 ms) would never expire: only the abort frees it.
-      await until('the aborted slot taken again', () => g.entered === 3, 1000);
+      await until('the freed slot taken again', () => g.entered === 3, 1000);
 
       // Past the lease: both leases renewed, still held.
       await sleep(450);
