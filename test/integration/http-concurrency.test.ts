@@ -219,3 +219,33 @@ describe('a concurrency limit through the Fetch-API adapter', () => {
     );
   });
 });
+
+describe('the Fetch-API adapter never renews a lease for ever', () => {
+  it('the plain form holds it leaseMs at most; check() renews it maxHoldMs at most', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
+    const policy = concurrency({ limit: 1, leaseMs: 300, name: 'exports' });
+    const limit = fetchRateLimit({
+      limiter,
+      policy,
+      route,
+      identify: () => tenant,
+      maxHoldMs: 700,
+    });
+    const tenant = randomTenant();
+    const request = () => new Request('http://localhost/exports', { method: 'POST' });
+    const scope = { tenant, route };
+    const started = performance.now();
+    assert.equal(await limit(request()), undefined, 'admitted; its signal never aborts');
+    await freed(limiter, scope, policy, 1); // expired, not renewed every 150 ms for ever
+    assert.ok(performance.now() - started < 1000);
+    const held = await limit.check(request()); // its release() is never called
+    assert.ok(held.pass);
+    await sleep(500);
+    assert.equal((await limiter.peek(scope, policy)).remaining, 0, 'renewed past leaseMs');
+    await freed(limiter, scope, policy, 1); // maxHoldMs 700, then leaseMs 300 at most
+    assert.throws(
+      () => fetchRateLimit({ limiter, policy, route, identify: () => tenant, maxHoldMs: 0 }),
+      /options\.maxHoldMs/,
+    );
+  });
+});
