@@ -197,7 +197,7 @@ export class Waits {
   async schedule<T>(
     scope: Scope,
     policy: Policy,
-    fn: (decision: Decision) => T | PromiseLike<T>,
+    fn: (decision: Decision, signal: AbortSignal) => T | PromiseLike<T>,
     options: WaitOptions,
   ): Promise<Scheduled<T>> {
     if (typeof fn !== 'function') {
@@ -206,14 +206,30 @@ export class Waits {
     }
     const decision = await this.wait(scope, policy, options);
     if (!decision.allowed) return { admitted: false, decision };
-    if (!isPolicyOfLeases(policy)) return { admitted: true, value: await fn(decision), decision };
-    const lease = decision as Lease;
-    const stop = keepLease(lease, policy.leaseMs);
+    const lost = new AbortController();
+    if (!isPolicyOfLeases(policy)) {
+      return { admitted: true, value: await fn(decision, lost.signal), decision };
+    }
+    const held = decision as Lease;
+    let released = false;
+    // fn's own release() counts: schedule does not release it a second time (no leasesLost).
+    const lease: Lease = Object.freeze({
+      ...held,
+      release: () => {
+        released = true;
+        stop();
+        return held.release();
+      },
+    });
+    const stop = keepLease(held, policy.leaseMs, () =>
+      lost.abort(new Error('the lease was lost: a renewal was refused or came too late')),
+    );
     try {
-      return { admitted: true, value: await fn(decision), decision };
+      return { admitted: true, value: await fn(lease, lost.signal), decision: lease };
     } finally {
       stop();
-      await lease.release().catch(() => false); // it expires by itself when this fails
+      // It expires by itself when this fails.
+      if (!released) await held.release().catch(() => false);
     }
   }
 

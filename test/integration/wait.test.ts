@@ -298,4 +298,30 @@ describe('schedule', () => {
     const refused = await limiter.schedule(scope, policy, () => 1, { maxWaitMs: 50 });
     assert.equal(refused.admitted, false);
   });
+
+  it("signals fn when its lease is lost; fn's own release is no lost lease", async () => {
+    const limiter = await limiterOf();
+    const policy = concurrency({ limit: 1, leaseMs: 200 });
+    const scope = { tenant: randomTenant() };
+    const result = await limiter.schedule(
+      scope,
+      policy,
+      async (lease, signal) => {
+        assert.equal(signal.aborted, false);
+        // As if it expired under a paused holder: another process's release of its id.
+        await limiter.release(scope, policy, lease.id);
+        const started = performance.now();
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        return performance.now() - started;
+      },
+      { maxWaitMs: 100 },
+    );
+    assert.ok(result.admitted && result.value < 400, 'told at the next renewal');
+    const lostBefore = limiter.stats().leasesLost;
+    const own = await limiter.schedule(scope, policy, (lease) => lease.release(), {
+      maxWaitMs: 100,
+    });
+    assert.equal(own.admitted && (await own.value), true);
+    assert.equal(limiter.stats().leasesLost, lostBefore, 'no second release counted lost');
+  });
 });
