@@ -73,8 +73,9 @@ const LEASE_ID = /^[\x21-\x7e]{1,128}$/;
  * Decision fields (of an acquisition): `allowed` = the lease is held; `remaining` = free
  * slots after it; `limit` = the policy's limit; `resetMs` = ms until every lease held now has
  * expired (when admitted: `leaseMs`, the lease's own life); `retryAfterMs` = ms until the
- * earliest lease held expires (a release may free a slot sooner), `Infinity` for a cost
- * above 1 (a lease holds one slot).
+ * earliest lease held expires (a release may free a slot sooner). A lease holds one slot:
+ * a cost other than 1 on a concurrency item is an `InvalidInputError` (`takeAll`, `peek`,
+ * `wait`, the HTTP guard, policy files).
  *
  * @throws {InvalidInputError} for a bad `policy.limit` (above 10,000 too), `policy.leaseMs`,
  *   `policy.name` or `policy.version`, and for a `policy.blockMs` (blocks are for rate

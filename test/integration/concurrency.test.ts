@@ -163,11 +163,14 @@ for (const [name, options] of Object.entries(STORES)) {
       await assert.rejects(limiter.acquire(scope, policy, { id: 'a b' }), /options\.id/);
       await assert.rejects(limiter.release(scope, policy, 'x'.repeat(129)), /id/);
       await assert.rejects(limiter.take(scope, policy), /policy/);
+      // A lease holds one slot: any other cost is refused, as in wait.
+      await assert.rejects(limiter.takeAll([{ scope, policy, cost: 2 }]), /items\[0\]\.cost/);
+      await assert.rejects(limiter.peek(scope, policy, { cost: 2 }), /cost/);
       assert.throws(() => concurrency({ limit: 10_001, leaseMs: 1 }), /policy\.limit/);
       assert.throws(() => concurrency({ limit: 1, leaseMs: 0 }), /policy\.leaseMs/);
       assert.throws(() => concurrency({ limit: 1, leaseMs: 99 }), /policy\.leaseMs.*100/);
       assert.equal(concurrency({ limit: 1, leaseMs: 100 }).leaseMs, 100);
-      assert.equal(limiter.stats().invalid, 5);
+      assert.equal(limiter.stats().invalid, 7);
     });
   });
 }

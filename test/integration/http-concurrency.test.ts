@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import Fastify from 'fastify';
 import Koa from 'koa';
-import { type ConcurrencyPolicy, concurrency, RateLimiter } from 'sluice';
+import { type ConcurrencyPolicy, concurrency, RateLimiter, tokenBucket } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
@@ -135,7 +135,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
   describe(`a concurrency limit on a ${name} route`, () => {
     it('holds a lease per request until its response ends (a hang-up stops the renewals), renews a long one; 429 over the limit', async () => {
       const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
-      const policy = concurrency({ limit: 2, leaseMs: 300, name: 'exports' });
+      const policy = concurrency({ limit: 2, leaseMs: 600, name: 'exports' });
       const g = gate();
       const server = await start(limiter, policy, g);
       servers.push(server);
@@ -167,12 +167,12 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       await first;
       await sleep(50);
       assert.equal((await post({ 'x-hold-ms': '0' })).status, 429, 'the hung-up handler runs');
-      await freed(limiter, { tenant, route }, policy, 1); // expired: 300 ms after a renewal
+      await freed(limiter, { tenant, route }, policy, 1); // expired: 600 ms after a renewal
       const third = post();
       await until('the freed slot taken again', () => g.entered === 3, 1000);
 
       // Past the lease: both leases renewed, still held.
-      await sleep(450);
+      await sleep(800);
       assert.equal((await post()).status, 429, 'renewed leases still held');
       g.open();
       assert.equal((await second).status, 200);
@@ -243,6 +243,18 @@ describe('the Fetch-API adapter never renews a lease for ever', () => {
     await sleep(500);
     assert.equal((await limiter.peek(scope, policy)).remaining, 0, 'renewed past leaseMs');
     await freed(limiter, scope, policy, 1); // maxHoldMs 700, then leaseMs 300 at most
+    // A lease holds one slot: a cost of 2 is a programming error, alone or stacked.
+    const rate = tokenBucket({ capacity: 10, refillTokens: 1, refillIntervalMs: 1000 });
+    for (const limits of [policy, [rate, policy]]) {
+      const costly = fetchRateLimit({
+        limiter,
+        policy: limits,
+        route,
+        identify: () => tenant,
+        cost: 2,
+      });
+      await assert.rejects(costly.check(request()), /cost/);
+    }
     assert.throws(
       () => fetchRateLimit({ limiter, policy, route, identify: () => tenant, maxHoldMs: 0 }),
       /options\.maxHoldMs/,
