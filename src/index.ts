@@ -26,6 +26,7 @@ export {
   type ConcurrencyOptions,
   type ConcurrencyPolicy,
   concurrency,
+  MIN_LEASE_MS,
 } from './algorithms/concurrency.js';
 export {
   type FixedWindowOptions,

@@ -40,8 +40,8 @@ export interface ConcurrencyOptions extends PolicyIdentityOptions {
   /** Leases held at once per scope: an integer from 1 to 10,000. */
   readonly limit: number;
   /**
-   * A lease's life in ms, from its acquisition or last renewal: an integer from 1 to
-   * 315,360,000,000. A holder that neither releases nor renews it (crashed, paused) loses
+   * A lease's life in ms, from its acquisition or last renewal: an integer from 100
+   * ({@link MIN_LEASE_MS}) to 315,360,000,000; prefer seconds. A holder that neither releases nor renews it (crashed, paused) loses
    * it then, and its slot is free.
    */
   readonly leaseMs: number;
@@ -56,6 +56,13 @@ export interface ConcurrencyPolicy extends Policy {
 /** What a lease call does: acquire, release, renew (`ARGV[4]` of `concurrency.lua`). */
 export type LeaseAction = 'a' | 'l' | 'n';
 
+/**
+ * The shortest `leaseMs` accepted: a lease is renewed every half lease, and a renewal must
+ * arrive in time through a round trip and the event loop's stalls (a few ms to tens of ms on
+ * a busy host). Shorter leases expire under their holders.
+ */
+export const MIN_LEASE_MS = 100;
+
 /** The longest lease id accepted, in characters. */
 export const MAX_LEASE_ID_LENGTH = 128;
 const LEASE_ID = /^[\x21-\x7e]{1,128}$/;
@@ -66,8 +73,9 @@ const LEASE_ID = /^[\x21-\x7e]{1,128}$/;
  * Decision fields (of an acquisition): `allowed` = the lease is held; `remaining` = free
  * slots after it; `limit` = the policy's limit; `resetMs` = ms until every lease held now has
  * expired (when admitted: `leaseMs`, the lease's own life); `retryAfterMs` = ms until the
- * earliest lease held expires (a release may free a slot sooner), `Infinity` for a cost
- * above 1 (a lease holds one slot).
+ * earliest lease held expires (a release may free a slot sooner). A lease holds one slot:
+ * a cost other than 1 on a concurrency item is an `InvalidInputError` (`takeAll`, `peek`,
+ * `wait`, the HTTP guard, policy files).
  *
  * @throws {InvalidInputError} for a bad `policy.limit` (above 10,000 too), `policy.leaseMs`,
  *   `policy.name` or `policy.version`, and for a `policy.blockMs` (blocks are for rate
@@ -77,6 +85,13 @@ export function concurrency(options: ConcurrencyOptions): ConcurrencyPolicy {
   requireObject(options, '{ limit, leaseMs }', ['limit', 'leaseMs']);
   const limit = policyInteger(options, 'limit', MAX_CONCURRENCY_LIMIT);
   const leaseMs = policyInteger(options, 'leaseMs', MAX_WINDOW_MS);
+  if (leaseMs < MIN_LEASE_MS) {
+    throw new InvalidInputError(
+      'policy.leaseMs',
+      `an integer from ${MIN_LEASE_MS} to ${MAX_WINDOW_MS} (a shorter lease cannot be kept by renewal)`,
+      leaseMs,
+    );
+  }
   const { name, version, block } = policyIdentity(options);
   if (block !== undefined) {
     // A lease is refused while the scope is full and admitted as soon as one is released:

@@ -86,7 +86,10 @@ function printInspectJson(session: Session, state: PeekedState, options: Inspect
         policy: t.policy.name,
         algorithm: t.policy.algorithm,
         limit: t.policy.limit,
-        windowMs: t.policy.quotaWindowMs,
+        // A concurrency policy's span is its lease's life, named as in the policy.
+        ...(t.policy.algorithm === 'concurrency'
+          ? { leaseMs: t.policy.quotaWindowMs }
+          : { windowMs: t.policy.quotaWindowMs }),
         per: t.per,
         scope: t.scope,
         key: t.key,

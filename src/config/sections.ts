@@ -111,6 +111,9 @@ function routeObjectOf(
   const per = r === undefined ? undefined : r.per;
   if (value.policy !== undefined) {
     const built = b.limits(value.policy, [...path, 'policy'], route, per);
+    if (settings !== undefined && settings.cost !== 1 && built.limits.some(isLeased)) {
+      b.problems.add([...path, 'cost'], '1 on a route with a concurrency limit', settings.cost);
+    }
     return { settings, built: r === undefined ? { limits: built.limits, ok: false } : built };
   }
   if (r === undefined) return { settings, built: { limits: [], ok: false } };
@@ -119,6 +122,11 @@ function routeObjectOf(
     return { settings, built: { limits: [], ok: false } };
   }
   return { settings, built: undefined };
+}
+
+/** Whether `limit` is a concurrency limit (a lease holds one slot: a cost of 1 only). */
+function isLeased(limit: ResolvedLimit): boolean {
+  return limit.policy.algorithm === 'concurrency';
 }
 
 /** The route's settings with defaults; a fail-open route needs its local limit. */

@@ -9,8 +9,9 @@
  * ```
  *
  * With a `concurrency` limit, use `check` and call the verdict's `release()` once the
- * response is sent: the plain form cannot tell when the handler is done, so its lease is
- * freed when the request's signal aborts, else when it expires (`leaseMs`).
+ * response is sent: its lease is renewed until then, for at most `maxHoldMs`. The plain
+ * form cannot tell when the handler is done, so it never renews: its lease ends when the
+ * request's signal aborts, else `leaseMs` after admission.
  *
  * This shape cannot add headers to the handler's response: admitted responses then carry no
  * RateLimit fields and, in shadow mode, no would-be decision. `check(request)` gives the same
@@ -25,12 +26,24 @@
  * }, createOrder); // Hono
  * ```
  */
+import { InvalidInputError } from '../errors.js';
 import type { HttpResponseSpec } from './core.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 
 /** Options of {@link fetchRateLimit}: see `GuardOptions`; `identify` gets the `Request`. */
-export type FetchRateLimitOptions = GuardOptions<Request>;
+export type FetchRateLimitOptions = GuardOptions<Request> & {
+  /**
+   * With a `concurrency` limit: how long, in ms, `check()` renews a lease whose `release()`
+   * was not called; after it the lease expires `leaseMs` after its last renewal, so a
+   * forgotten `release()` frees its slot. An integer from 1 to 2,147,483,647; default
+   * 600,000 (10 minutes).
+   */
+  readonly maxHoldMs?: number;
+};
+
+const DEFAULT_MAX_HOLD_MS = 600_000;
+const MAX_HOLD_MS = 2_147_483_647;
 
 /** The decision on one request, for handlers that add headers to their own response. */
 export type FetchVerdict =
@@ -64,14 +77,23 @@ export type FetchRateLimit = ((request: Request) => Promise<Response | undefined
  * @throws {InvalidInputError} as `createGuard`.
  */
 export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
-  const guard = createGuard(options);
+  const { maxHoldMs = DEFAULT_MAX_HOLD_MS, ...guardOptions } = options ?? {};
+  if (!Number.isInteger(maxHoldMs) || maxHoldMs < 1 || maxHoldMs > MAX_HOLD_MS) {
+    throw new InvalidInputError(
+      'options.maxHoldMs',
+      `an integer from 1 to ${MAX_HOLD_MS}`,
+      maxHoldMs,
+    );
+  }
+  const guard = createGuard(guardOptions as GuardOptions<Request>);
   const toResponse = ({ status, headers, body }: HttpResponseSpec) =>
     new Response(body, { status, headers });
   const check = async (request: Request): Promise<FetchVerdict> => {
     const verdict = await guard(request);
     // A fresh object per request: the caller may add to it before setting the headers.
     if (verdict.pass) {
-      const { release, settle } = verdict;
+      const { settle } = verdict;
+      const release = verdict.release === undefined ? undefined : bounded(verdict, maxHoldMs);
       if (release !== undefined) request.signal?.addEventListener('abort', release, { once: true });
       return {
         pass: true,
@@ -91,8 +113,10 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
   const fetchGuard = async (request: Request): Promise<Response | undefined> => {
     const verdict = await guard(request);
     if (verdict.pass) {
-      // No end of the response to wait for: a lease goes with the client, or expires.
+      // No end of the response to wait for: a lease goes with the client, or expires
+      // leaseMs after admission (never renewed: nobody could tell it to stop).
       if (verdict.release !== undefined) {
+        verdict.abandon?.();
         request.signal?.addEventListener('abort', verdict.release, { once: true });
       }
       return undefined;
@@ -100,4 +124,15 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
     return toResponse(verdict.response);
   };
   return Object.assign(fetchGuard, { counts: guard.counts, check });
+}
+
+/** `verdict`'s release, its renewals stopped after `maxHoldMs` when it was not called. */
+function bounded(verdict: { release?: () => void; abandon?: () => void }, maxHoldMs: number) {
+  const { release, abandon } = verdict as { release: () => void; abandon?: () => void };
+  const timer = setTimeout(() => abandon?.(), maxHoldMs);
+  timer.unref();
+  return (): void => {
+    clearTimeout(timer);
+    release();
+  };
 }

@@ -66,6 +66,8 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
 /** One take or peek in flight. */
 export class Call extends InFlight {
   readonly size: number = 1;
+  /** Given the answer that arrived after the caller's `TimeoutError` (an acquisition: releases it). */
+  late: ((decision: Decision) => void) | undefined = undefined;
   /** A lone take goes as its algorithm's own script; a peek always as a batch (dry). */
   readonly script: LuaScript | undefined;
 
@@ -115,6 +117,8 @@ export class GroupCall extends InFlight {
   readonly args = NO_ARGS;
   readonly size: number;
   readonly work: number;
+  /** Given the result that arrived after the caller's `TimeoutError` (its leases: released). */
+  late: ((result: TakeAllResult) => void) | undefined = undefined;
 
   constructor(
     settler: Settler,

@@ -9,16 +9,29 @@ import type { Lease } from '../types.js';
 /**
  * Renews `lease` every `leaseMs / 2` until the returned function is called. A renewal that
  * fails (Redis unreachable) is tried again at the next tick; one that finds the lease gone
- * (expired while this process was paused) stops the renewals. The timer does not keep the
- * process alive.
+ * (expired while this process was paused), or a tick more than `leaseMs` after the last
+ * renewal that was answered, means the lease is lost: the renewals stop and `onLost` is
+ * called (once). The timer does not keep the process alive.
  */
-export function keepLease(lease: Lease, leaseMs: number): () => void {
+export function keepLease(lease: Lease, leaseMs: number, onLost?: () => void): () => void {
   let stopped = false;
+  let keptAt = performance.now();
+  const lost = (): void => {
+    if (stopped) return;
+    stop();
+    onLost?.();
+  };
   const timer = setInterval(
     () => {
+      if (performance.now() - keptAt > leaseMs) {
+        lost(); // not renewed in time (Redis unreachable, the event loop blocked)
+        return;
+      }
+      const askedAt = performance.now();
       lease.renew().then(
         (decision) => {
-          if (!decision.allowed) stop();
+          if (!decision.allowed) lost();
+          else keptAt = askedAt;
         },
         () => {},
       );

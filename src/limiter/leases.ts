@@ -111,8 +111,28 @@ export class Leases {
       : undefined;
     const outcomes = this.#path.outcomes;
     return this.#path
-      .send<Decision>((resolve, reject) => new Call(outcomes, 't', target, resolve, reject), meta)
+      .send<Decision>((resolve, reject) => {
+        const call = new Call(outcomes, 't', target, resolve, reject);
+        // Admitted after the caller's TimeoutError: nobody knows its id, so it is freed now.
+        call.late = (decision) => this.#releaseLate(target, decision);
+        return call;
+      }, meta)
       .then((decision) => this.lease(target, decision));
+  }
+
+  /** Releases a lease admitted after its caller was told the call timed out. */
+  #releaseLate(target: Target, decision: Decision): void {
+    if (!decision.allowed) return;
+    this.lease(target, decision)
+      .release()
+      .catch(() => false);
+  }
+
+  /** Releases the leases of a takeAll admitted after its caller was told it timed out. */
+  releaseLateAll(targets: readonly Target[], result: TakeAllResult): void {
+    for (const lease of this.withLeases(targets, result).leases ?? []) {
+      lease.release().catch(() => false);
+    }
   }
 
   /** The lease of `decision`, acquired for `target`. */

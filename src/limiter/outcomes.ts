@@ -38,7 +38,10 @@ export class Outcomes implements Settler {
     // A replayed answer tells the state when it was first decided: not for the cache.
     const replayed = call instanceof IdCall ? call.replayed : undefined;
     if (replayed !== true) this.denials.remember(policy, localKey, cost, decision, sentAt, dry);
-    if (!this.deadlines.settle(call)) return; // the caller already got a TimeoutError
+    if (!this.deadlines.settle(call)) {
+      call.late?.(decision); // the caller already got a TimeoutError
+      return;
+    }
     if (dry) this.stats.peeks++;
     else if (decision.allowed) this.stats.allowed++;
     else this.stats.limited++;
@@ -69,13 +72,16 @@ export class Outcomes implements Settler {
       const { policy, localKey, cost } = call.targets[j] as Target;
       this.denials.remember(policy, localKey, cost, decisions[j] as Decision, sentAt, false);
     }
-    if (!this.deadlines.settle(call)) return;
+    const result = { allowed, decisions, retryAfterMs: allowed ? 0 : retryAfterMs, cached: false };
+    if (!this.deadlines.settle(call)) {
+      call.late?.(result); // the caller already got a TimeoutError
+      return;
+    }
     if (allowed) this.stats.allowed++;
     else this.stats.limited++;
     if (call.meta !== undefined) {
       this.reporter?.report(call.meta, allowed ? 'allowed' : 'limited', false, decisions);
     }
-    const result = { allowed, decisions, retryAfterMs: allowed ? 0 : retryAfterMs, cached: false };
     call.resolve(replayed === undefined ? result : { ...result, replayed });
   }
 

@@ -332,9 +332,12 @@ export class RateLimiter {
       const done: (result: TakeAllResult) => void = leased
         ? (result) => resolve(this.#leases.withLeases(targets, result))
         : resolve;
-      return record === undefined
-        ? new GroupCall(this.#outcomes, targets, done, reject)
-        : new IdGroupCall(this.#outcomes, targets, record, done, reject);
+      const call =
+        record === undefined
+          ? new GroupCall(this.#outcomes, targets, done, reject)
+          : new IdGroupCall(this.#outcomes, targets, record, done, reject);
+      if (leased) call.late = (result) => this.#leases.releaseLateAll(targets, result);
+      return call;
     }, meta);
   }
 
@@ -391,7 +394,10 @@ export class RateLimiter {
 
   /**
    * Runs `fn` once `scope` is admitted under `policy` (as {@link wait}); a lease is renewed
-   * while `fn` runs and released when it settles.
+   * while `fn` runs and released when it settles. `fn`'s second argument, an `AbortSignal`,
+   * fires when its lease is lost — a renewal refused (the lease expired: this process was
+   * paused, Redis unreachable for `leaseMs`) or not answered within `leaseMs` — so that `fn`
+   * stops, since another holder may have its slot now. It never fires for a rate policy.
    *
    * @returns `{ admitted: true, value }` with what `fn` returned, or `{ admitted: false }`
    *   with the refusal when the wait ended first.
@@ -400,22 +406,25 @@ export class RateLimiter {
   schedule<T>(
     scope: Scope,
     policy: ConcurrencyPolicy,
-    fn: (lease: Lease) => T | PromiseLike<T>,
+    fn: (lease: Lease, signal: AbortSignal) => T | PromiseLike<T>,
     options: WaitOptions,
   ): Promise<Scheduled<T>>;
   schedule<T>(
     scope: Scope,
     policy: Policy,
-    fn: (decision: Decision) => T | PromiseLike<T>,
+    fn: (decision: Decision, signal: AbortSignal) => T | PromiseLike<T>,
     options: WaitOptions,
   ): Promise<Scheduled<T>>;
   schedule<T>(
     scope: Scope,
     policy: Policy,
-    fn: ((lease: Lease) => T | PromiseLike<T>) | ((decision: Decision) => T | PromiseLike<T>),
+    fn:
+      | ((lease: Lease, signal: AbortSignal) => T | PromiseLike<T>)
+      | ((decision: Decision, signal: AbortSignal) => T | PromiseLike<T>),
     options: WaitOptions,
   ): Promise<Scheduled<T>> {
-    return this.#waits.schedule(scope, policy, fn as (decision: Decision) => T, options);
+    type Fn = (decision: Decision, signal: AbortSignal) => T;
+    return this.#waits.schedule(scope, policy, fn as Fn, options);
   }
 
   /**

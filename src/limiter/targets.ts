@@ -145,6 +145,9 @@ export class TargetMaker {
       onlyKnownKeys(options, optionKeys, optionsField);
     }
     const cost = takeCost(options, optionsField);
+    if (cost !== 1 && isConcurrency(policy)) {
+      throw new InvalidInputError(`${optionsField}.cost`, '1 (a lease holds one slot)', cost);
+    }
     const compiled = this.#compile(policy, policyField);
     const parts = scopeParts(scope, scopeField);
     const args = policy.args(cost);

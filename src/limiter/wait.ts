@@ -197,7 +197,7 @@ export class Waits {
   async schedule<T>(
     scope: Scope,
     policy: Policy,
-    fn: (decision: Decision) => T | PromiseLike<T>,
+    fn: (decision: Decision, signal: AbortSignal) => T | PromiseLike<T>,
     options: WaitOptions,
   ): Promise<Scheduled<T>> {
     if (typeof fn !== 'function') {
@@ -206,21 +206,42 @@ export class Waits {
     }
     const decision = await this.wait(scope, policy, options);
     if (!decision.allowed) return { admitted: false, decision };
-    if (!isPolicyOfLeases(policy)) return { admitted: true, value: await fn(decision), decision };
-    const lease = decision as Lease;
-    const stop = keepLease(lease, policy.leaseMs);
+    const lost = new AbortController();
+    if (!isPolicyOfLeases(policy)) {
+      return { admitted: true, value: await fn(decision, lost.signal), decision };
+    }
+    const held = decision as Lease;
+    let released = false;
+    // fn's own release() counts: schedule does not release it a second time (no leasesLost).
+    const lease: Lease = Object.freeze({
+      ...held,
+      release: () => {
+        released = true;
+        stop();
+        return held.release();
+      },
+    });
+    const stop = keepLease(held, policy.leaseMs, () =>
+      lost.abort(new Error('the lease was lost: a renewal was refused or came too late')),
+    );
     try {
-      return { admitted: true, value: await fn(decision), decision };
+      return { admitted: true, value: await fn(lease, lost.signal), decision: lease };
     } finally {
       stop();
-      await lease.release().catch(() => false); // it expires by itself when this fails
+      // It expires by itself when this fails.
+      if (!released) await held.release().catch(() => false);
     }
   }
 
   /** Asks Redis for the first in line, unless a call or a sleep is already under way. */
   #run(queue: Queue): void {
     if (queue.asking !== undefined || queue.timer !== undefined) return;
-    const head = this.#head(queue);
+    let head = this.#head(queue);
+    // A waiter whose deadline passed before its turn (its timer not yet run) is refused now.
+    while (head !== undefined && pastDeadline(head)) {
+      this.#timeOut(queue, head);
+      head = this.#head(queue);
+    }
     if (head === undefined) return;
     queue.asking = head;
     const asked = head.lease
@@ -241,6 +262,10 @@ export class Waits {
     if (decision.allowed) {
       queue.backoffMs = FIRST_BACKOFF_MS;
       let taker: Waiter | undefined = asked;
+      if (!asked.done && pastDeadline(asked)) {
+        // Its timer is late (a busy event loop): answered as at its deadline, never later.
+        this.#timeOut(queue, asked);
+      }
       if (asked.done) {
         // Answered already: the admission goes to the next in line if it fits it.
         const next = this.#head(queue);
@@ -263,7 +288,9 @@ export class Waits {
     const exact = !asked.lease;
     if (!asked.done) {
       const never = !Number.isFinite(decision.retryAfterMs);
-      if (never || (exact && now + decision.retryAfterMs > asked.deadline)) {
+      // Past its deadline (maxWaitMs 0: its one attempt; else a timer the event loop delayed).
+      const late = now >= asked.deadline;
+      if (never || late || (exact && now + decision.retryAfterMs > asked.deadline)) {
         this.#count('timed_out', asked.target, asked.startedAt);
         this.#finish(queue, asked, () => asked.resolve(decision));
         this.#run(queue);
@@ -362,6 +389,14 @@ export class Waits {
     };
     return lease ? this.#path.leases.lease(target, decision) : decision;
   }
+}
+
+/**
+ * Whether `waiter`'s deadline has passed. A `maxWaitMs` of 0 has one attempt: its deadline
+ * is its start, so it counts as passed only once that attempt was refused (`#answered`).
+ */
+function pastDeadline(waiter: Waiter): boolean {
+  return waiter.deadline > waiter.startedAt && performance.now() >= waiter.deadline;
 }
 
 function isPolicyOfLeases(policy: Policy): policy is ConcurrencyPolicy {

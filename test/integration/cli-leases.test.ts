@@ -54,6 +54,8 @@ describe('sluice inspect and reset: leases', () => {
     assert.equal(inspected.code, 0, inspected.stdout);
     const limit = JSON.parse(inspected.stdout).limits[0];
     assert.equal(limit.algorithm, 'concurrency');
+    assert.equal(limit.leaseMs, 60_000);
+    assert.equal(limit.windowMs, undefined);
     assert.deepEqual(
       limit.leases.map((l: { id: string }) => l.id),
       ['export-1', 'export-2'],

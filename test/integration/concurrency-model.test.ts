@@ -114,7 +114,7 @@ describe('model: concurrency.lua ≡ its in-memory twin under a controlled clock
         fc
           .record({
             limit: fc.integer({ min: 1, max: 4 }),
-            leaseMs: fc.integer({ min: 1, max: 2000 }),
+            leaseMs: fc.integer({ min: 100, max: 2000 }),
           })
           .chain((options) =>
             fc.tuple(

@@ -1,7 +1,8 @@
 /**
  * A concurrency limit on a route, through the Express, Fastify, Koa and node:http adapters
  * on real servers on loopback and a real Redis: a request holds a lease while it runs and
- * frees it when its response finishes; an aborted client frees its slot at once; a handler
+ * frees it when its response ends; a client that hangs up frees its slot only when its
+ * handler's response ends or its lease (no longer renewed) expires; a handler
  * running longer than the lease keeps it (renewed); over the limit, `429` with a
  * `Retry-After` from the earliest lease expiry and the `qu="concurrent-requests"` quota.
  */
@@ -13,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import Fastify from 'fastify';
 import Koa from 'koa';
-import { type ConcurrencyPolicy, concurrency, RateLimiter } from 'sluice';
+import { type ConcurrencyPolicy, concurrency, RateLimiter, tokenBucket } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
@@ -132,9 +133,9 @@ async function freed(
 
 for (const [name, start] of Object.entries(ADAPTERS)) {
   describe(`a concurrency limit on a ${name} route`, () => {
-    it('holds a lease per request, frees it on finish or abort, renews a long one; 429 over the limit', async () => {
+    it('holds a lease per request until its response ends (a hang-up stops the renewals), renews a long one; 429 over the limit', async () => {
       const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
-      const policy = concurrency({ limit: 2, leaseMs: 300, name: 'exports' });
+      const policy = concurrency({ limit: 2, leaseMs: 600, name: 'exports' });
       const g = gate();
       const server = await start(limiter, policy, g);
       servers.push(server);
@@ -159,16 +160,19 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       );
       assert.match(refused.headers.get('ratelimit') ?? '', /^"exports";r=0;t=1$/);
 
-      // An aborted client frees its slot at once (long before its lease would expire,
-      // and it would be renewed meanwhile).
+      // A client that hangs up does not free its slot while its handler runs (else any
+      // client could run unbounded handlers): its lease is no longer renewed and ends at
+      // the latest leaseMs after the hang-up.
       aborter.abort();
       await first;
+      await sleep(50);
+      assert.equal((await post({ 'x-hold-ms': '0' })).status, 429, 'the hung-up handler runs');
+      await freed(limiter, { tenant, route }, policy, 1); // expired: 600 ms after a renewal
       const third = post();
-      // Its lease (renewed every 150 ms) would never expire: only the abort frees it.
-      await until('the aborted slot taken again', () => g.entered === 3, 1000);
+      await until('the freed slot taken again', () => g.entered === 3, 1000);
 
       // Past the lease: both leases renewed, still held.
-      await sleep(450);
+      await sleep(800);
       assert.equal((await post()).status, 429, 'renewed leases still held');
       g.open();
       assert.equal((await second).status, 200);
@@ -212,6 +216,48 @@ describe('a concurrency limit through the Fetch-API adapter', () => {
       (await limiter.peek({ tenant, route }, policy)).remaining,
       1,
       'freed by the abort',
+    );
+  });
+});
+
+describe('the Fetch-API adapter never renews a lease for ever', () => {
+  it('the plain form holds it leaseMs at most; check() renews it maxHoldMs at most', async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
+    const policy = concurrency({ limit: 1, leaseMs: 300, name: 'exports' });
+    const limit = fetchRateLimit({
+      limiter,
+      policy,
+      route,
+      identify: () => tenant,
+      maxHoldMs: 700,
+    });
+    const tenant = randomTenant();
+    const request = () => new Request('http://localhost/exports', { method: 'POST' });
+    const scope = { tenant, route };
+    const started = performance.now();
+    assert.equal(await limit(request()), undefined, 'admitted; its signal never aborts');
+    await freed(limiter, scope, policy, 1); // expired, not renewed every 150 ms for ever
+    assert.ok(performance.now() - started < 1000);
+    const held = await limit.check(request()); // its release() is never called
+    assert.ok(held.pass);
+    await sleep(500);
+    assert.equal((await limiter.peek(scope, policy)).remaining, 0, 'renewed past leaseMs');
+    await freed(limiter, scope, policy, 1); // maxHoldMs 700, then leaseMs 300 at most
+    // A lease holds one slot: a cost of 2 is a programming error, alone or stacked.
+    const rate = tokenBucket({ capacity: 10, refillTokens: 1, refillIntervalMs: 1000 });
+    for (const limits of [policy, [rate, policy]]) {
+      const costly = fetchRateLimit({
+        limiter,
+        policy: limits,
+        route,
+        identify: () => tenant,
+        cost: 2,
+      });
+      await assert.rejects(costly.check(request()), /cost/);
+    }
+    assert.throws(
+      () => fetchRateLimit({ limiter, policy, route, identify: () => tenant, maxHoldMs: 0 }),
+      /options\.maxHoldMs/,
     );
   });
 });

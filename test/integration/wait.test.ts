@@ -16,7 +16,14 @@ import {
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
 import { Registry } from 'prom-client';
-import { concurrency, fixedWindow, InvalidInputError, RateLimiter, tokenBucket } from 'sluice';
+import {
+  concurrency,
+  fixedWindow,
+  InvalidInputError,
+  MemoryStore,
+  RateLimiter,
+  tokenBucket,
+} from 'sluice';
 import type { Metrics } from 'sluice/metrics';
 import { openTelemetryMetrics } from 'sluice/opentelemetry';
 import { prometheusMetrics } from 'sluice/prometheus';
@@ -140,6 +147,30 @@ describe('wait', () => {
     // Without the wake it would ask again after its backoff (hundreds of ms by now).
     assert.ok(performance.now() - releasedAt < 100);
     assert.equal(await lease.release(), true);
+  });
+
+  it('maxWaitMs 0 on a concurrency policy: one attempt, refused at once (Redis and memory)', async () => {
+    const policy = concurrency({ limit: 1, leaseMs: 60_000 });
+    for (const limiter of [await limiterOf(), new RateLimiter({ store: new MemoryStore() })]) {
+      const scope = { tenant: randomTenant() };
+      const held = await limiter.acquire(scope, policy);
+      const started = performance.now();
+      const refused = await limiter.wait(scope, policy, { maxWaitMs: 0 });
+      assert.equal(refused.allowed, false);
+      assert.ok(performance.now() - started < 500, 'not held until the lease expires');
+      let ran = false;
+      const scheduled = await limiter.schedule(scope, policy, () => (ran = true), { maxWaitMs: 0 });
+      assert.equal(scheduled.admitted || ran, false);
+      // A waiter past its deadline never takes the slot from one still in time behind it.
+      const first = limiter.wait(scope, policy, { maxWaitMs: 20 });
+      const second = limiter.wait(scope, policy, { maxWaitMs: 5000 });
+      await sleep(300);
+      await held.release();
+      assert.equal((await first).allowed, false);
+      const lease = await second;
+      assert.ok(lease.allowed);
+      assert.equal(await lease.release(), true);
+    }
   });
 
   it('checks its input: InvalidInputError, nothing sent', async () => {
@@ -266,5 +297,31 @@ describe('schedule', () => {
     await assert.rejects(failing, /boom/);
     const refused = await limiter.schedule(scope, policy, () => 1, { maxWaitMs: 50 });
     assert.equal(refused.admitted, false);
+  });
+
+  it("signals fn when its lease is lost; fn's own release is no lost lease", async () => {
+    const limiter = await limiterOf();
+    const policy = concurrency({ limit: 1, leaseMs: 200 });
+    const scope = { tenant: randomTenant() };
+    const result = await limiter.schedule(
+      scope,
+      policy,
+      async (lease, signal) => {
+        assert.equal(signal.aborted, false);
+        // As if it expired under a paused holder: another process's release of its id.
+        await limiter.release(scope, policy, lease.id);
+        const started = performance.now();
+        await new Promise((resolve) => signal.addEventListener('abort', resolve));
+        return performance.now() - started;
+      },
+      { maxWaitMs: 100 },
+    );
+    assert.ok(result.admitted && result.value < 400, 'told at the next renewal');
+    const lostBefore = limiter.stats().leasesLost;
+    const own = await limiter.schedule(scope, policy, (lease) => lease.release(), {
+      maxWaitMs: 100,
+    });
+    assert.equal(own.admitted && (await own.value), true);
+    assert.equal(limiter.stats().leasesLost, lostBefore, 'no second release counted lost');
   });
 });

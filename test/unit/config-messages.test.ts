@@ -129,6 +129,14 @@ describe('policy file messages', () => {
         'routes["POST/a"].failOpenLimit must be a positive integer with "fail-open"; received nothing (the field is missing)',
       ],
       [
+        {
+          routes: {
+            'POST/a': { policy: { algorithm: 'concurrency', limit: 2, leaseMs: 1000 }, cost: 2 },
+          },
+        },
+        'routes["POST/a"].cost must be 1 on a route with a concurrency limit; received number 2',
+      ],
+      [
         { routes: { 'POST/a': { per: 'user' } } },
         'routes["POST/a"].policy must be the policy that "per" applies to; received nothing (the field is missing)',
       ],

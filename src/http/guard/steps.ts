@@ -71,6 +71,13 @@ export function requestSteps<Req>(
     try {
       if (limits.length === 1 && isConcurrency((limits[0] as ResolvedLimit).policy)) {
         const only = limits[0] as ResolvedLimit;
+        if (cost !== 1) {
+          throw new InvalidInputError(
+            'cost',
+            '1 on a concurrency limit (a lease holds one slot)',
+            cost,
+          );
+        }
         const lease = await limiter.acquire(
           scopeOf(only.per, tenant, route, user),
           only.policy,

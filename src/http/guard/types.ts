@@ -245,10 +245,16 @@ export type GuardVerdict =
       readonly headers: Readonly<Record<string, string>>;
       /**
        * Present when the request holds leases (a `concurrency` limit): call it once the
-       * response is finished or its connection closed (more calls do nothing). The leases
-       * are renewed until then; uncalled, they expire `leaseMs` after their last renewal.
+       * handler's response ended (more calls do nothing). The leases are renewed until then
+       * or until `abandon()`; uncalled, they expire `leaseMs` after their last renewal.
        */
       readonly release?: () => void;
+      /**
+       * Present with `release`: stops renewing the leases, which then expire `leaseMs` after
+       * their last renewal unless released sooner. The adapters call it when the connection
+       * closes before the response ended (the handler may still be running).
+       */
+      readonly abandon?: () => void;
       readonly settle?: (res: SettledResponse) => Promise<void>;
     }
   /** Answer `response` now; the handler must not run. */
