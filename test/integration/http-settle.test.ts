@@ -17,7 +17,7 @@ import { fixedWindow, type Policy, RateLimiter } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
-import type { SettledResponse } from 'sluice/http';
+import type { SettledResponse, SettleInfo } from 'sluice/http';
 import { koaRateLimit } from 'sluice/koa';
 import { nodeRateLimit } from 'sluice/node';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -44,19 +44,31 @@ function listen(server: Server): string {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-type App = (limiter: RateLimiter, policy: Policy | Policy[], delayMs: number) => Promise<string>;
+type App = (
+  limiter: RateLimiter,
+  policy: Policy | Policy[],
+  delayMs: number,
+  aborts?: boolean[],
+) => Promise<string>;
+
+/** `settle`, recording each call's `aborted` in `aborts` (when given). */
+const settleInto =
+  (aborts: boolean[] | undefined) => (req: unknown, res: SettledResponse, info: SettleInfo) => {
+    aborts?.push(info.aborted);
+    return settle(req, res);
+  };
 
 const header = (h: unknown) => (typeof h === 'string' ? h : undefined);
 const identify = (headers: Record<string, unknown>) => header(headers['x-tenant']);
 
 const apps: Record<string, App> = {
-  'node:http': async (limiter, policy, delayMs) => {
+  'node:http': async (limiter, policy, delayMs, aborts) => {
     const guard = nodeRateLimit({
       limiter,
       policy,
       route: 'POST/login',
       identify: (req: IncomingMessage) => identify(req.headers),
-      settle,
+      settle: settleInto(aborts),
     });
     const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
       if (!(await guard(req, res))) return;
@@ -66,11 +78,16 @@ const apps: Record<string, App> = {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return listen(server);
   },
-  express: async (limiter, policy, delayMs) => {
+  express: async (limiter, policy, delayMs, aborts) => {
     const app = express();
     app.post(
       '/login',
-      expressRateLimit({ limiter, policy, identify: (req) => identify(req.headers), settle }),
+      expressRateLimit({
+        limiter,
+        policy,
+        identify: (req) => identify(req.headers),
+        settle: settleInto(aborts),
+      }),
       async (req, res) => {
         res.status(await login(header(req.headers['x-password']), delayMs)).end();
       },
@@ -79,7 +96,7 @@ const apps: Record<string, App> = {
     await new Promise((resolve) => server.once('listening', resolve));
     return listen(server);
   },
-  koa: async (limiter, policy, delayMs) => {
+  koa: async (limiter, policy, delayMs, aborts) => {
     const app = new Koa();
     const router = new Router();
     router.post(
@@ -88,7 +105,7 @@ const apps: Record<string, App> = {
         limiter,
         policy,
         identify: (ctx) => identify(ctx.headers),
-        settle,
+        settle: settleInto(aborts),
       }),
       async (ctx) => {
         ctx.status = await login(ctx.get('x-password'), delayMs);
@@ -100,7 +117,7 @@ const apps: Record<string, App> = {
     await new Promise((resolve) => server.once('listening', resolve));
     return listen(server);
   },
-  fastify: async (limiter, policy, delayMs) => {
+  fastify: async (limiter, policy, delayMs, aborts) => {
     const app = Fastify();
     await app.register(fastifyRateLimit, {
       limiter,
@@ -108,7 +125,7 @@ const apps: Record<string, App> = {
     });
     app.post(
       '/login',
-      { config: { rateLimit: { policy, settle } as never } },
+      { config: { rateLimit: { policy, settle: settleInto(aborts) } as never } },
       async (request, reply) => {
         reply.code(await login(header(request.headers['x-password']), delayMs));
         return '';
@@ -158,6 +175,22 @@ async function attempt(base: string, tenant: string, password: string): Promise<
   return res.status;
 }
 
+/** An attempt whose client disconnects after `afterMs`, while the handler still runs. */
+async function abortedAttempt(base: string, tenant: string, password: string, afterMs: number) {
+  const controller = new AbortController();
+  const sent = fetch(`${base}/login`, {
+    method: 'POST',
+    headers: { 'x-tenant': tenant, 'x-password': password },
+    signal: controller.signal,
+  }).then(
+    (res) => res.arrayBuffer(),
+    () => undefined,
+  );
+  await sleep(afterMs);
+  controller.abort();
+  await sent;
+}
+
 /** Waits until the settles of answered requests have run (they follow the response). */
 const settled = () => sleep(50);
 
@@ -181,6 +214,24 @@ describe('guard option settle: a login that counts only failures', () => {
       assert.equal(await attempt(base, tenant, 'right'), 429, 'three failures: refused');
       const peek = await l.peek({ tenant, route: 'POST/login' }, perUser);
       assert.equal(peek.remaining, 0);
+    });
+  }
+
+  for (const name of ['node:http', 'express', 'koa', 'fastify']) {
+    it(`${name}: a client that disconnects before the answer gets no attempt back`, async () => {
+      const l = await shared();
+      const seen: boolean[] = [];
+      const base = await (apps[name] as App)(l, perUser, 150, seen);
+      const tenant = randomTenant();
+      await abortedAttempt(base, tenant, 'right', 30);
+      await sleep(250);
+      const route = 'POST/login';
+      assert.equal((await l.peek({ tenant, route }, perUser)).remaining, 3, 'a 200 gives back');
+      for (let i = 0; i < 3; i++) await abortedAttempt(base, tenant, 'wrong', 30);
+      await sleep(250);
+      assert.equal((await l.peek({ tenant, route }, perUser)).remaining, 0, 'failures count');
+      assert.equal(await attempt(base, tenant, 'wrong'), 429);
+      assert.deepEqual(seen, [true, true, true, true], 'the hook is told it was aborted');
     });
   }
 

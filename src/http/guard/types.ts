@@ -9,7 +9,7 @@ import type { HttpOutcome, Metrics } from '../../metrics/types.js';
 import type { Decision } from '../../types.js';
 import type { FailureMode, HeaderOptions, HttpResponseSpec } from '../core.js';
 import type { LimitsOption } from '../limits.js';
-import type { SettledResponse, SettleOption } from './settle.js';
+import type { SettleOption, VerdictSettle } from './settle.js';
 
 export type { HttpOutcome };
 
@@ -188,9 +188,11 @@ export interface GuardOptions<Req> {
   readonly wwwAuthenticate?: string;
   /**
    * Costs known when the response ends: the guard reserves the route's cost on every limit
-   * before the handler and, once the response finishes or the connection closes, settles
-   * each with this function's answer — the actual cost, a non-negative safe integer (0
-   * gives all back). For a login route that counts only failures: `settle: (req, res) =>
+   * before the handler and, once the handler ends its response, settles each with this
+   * function's answer — the actual cost, a non-negative safe integer (0 gives all back). Its
+   * third argument says `{ aborted }`: whether the client disconnected before the response
+   * was sent in full (the status is still the handler's). A response never ended after its
+   * connection closed is never settled: the reservation stays consumed. For a login route that counts only failures: `settle: (req, res) =>
    * (res.statusCode < 400 ? 0 : 1)`, exact under concurrency (at most the limit of attempts
    * in flight or failed). A throw or a bad answer leaves the cost consumed. Stacked limits
    * are reserved in one coalesced call and each settled; when one refuses, the others are
@@ -237,8 +239,8 @@ export type RouteLimitSettings<Req> = Pick<GuardOptions<Req>, 'policy'> &
 export type GuardVerdict =
   /**
    * Run the handler; add `headers` to its response (the shadow header, when set). With the
-   * `settle` option, call `settle(res)` once when the response finishes or the connection
-   * closes (every adapter does).
+   * `settle` option, call `settle(res, { aborted })` once when the handler ended the response
+   * (every adapter does; never on a connection close alone: the status is not final then).
    */
   | {
       readonly pass: true;
@@ -249,7 +251,7 @@ export type GuardVerdict =
        * are renewed until then; uncalled, they expire `leaseMs` after their last renewal.
        */
       readonly release?: () => void;
-      readonly settle?: (res: SettledResponse) => Promise<void>;
+      readonly settle?: VerdictSettle;
     }
   /** Answer `response` now; the handler must not run. */
   | { readonly pass: false; readonly response: HttpResponseSpec };
