@@ -20,9 +20,11 @@ import type { Decision } from '../types.js';
 /**
  * A batch request's operation; `i`: a take with an id, whose last item is the id's record
  * (batch id 0, one argument: its TTL in ms), replied `{ replayed ? 1 : 0, 0, 0, 0 }`; `k`,
- * `s`, `f`, `g`: reserve, settle, refund, charge (see `settle/priced.lua`).
+ * `s`, `f`, `g`: reserve, settle, refund, charge (see `settle/priced.lua`); `c`: claims a
+ * retry id for serving (one item, batch id 0, one argument: its TTL in ms; `SET NX`),
+ * replied `{ claimed ? 1 : 0, 0, 0, 0 }` (see `limiter/serve-claim.ts`).
  */
-export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g';
+export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'c';
 
 /** Integers per item in a reply. */
 export const REPLY_SLOTS = 4;

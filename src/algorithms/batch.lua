@@ -122,6 +122,10 @@ while a <= argc do
       -- The scope's block too, if its policy has one (see block.lua); the reply is the key's.
       if ok then pcall(redis.call, 'UNLINK', KEYS[first] .. ':b') end
       if ok then emit(r, 0, 0, 0) else failed(1, r) end
+    elseif op == 'c' then
+      -- A retry id claimed for serving (see serve-claim.ts): the first claim within the TTL.
+      local ok, r = pcall(redis.call, 'SET', KEYS[first], '1', 'NX', 'PX', ARGV[base + 1])
+      if ok then emit(r and 1 or 0, 0, 0, 0) else failed(1, r) end
     else
       -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes
       -- through decide(): the one place an item is run (the soak test's decision log

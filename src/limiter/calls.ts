@@ -3,7 +3,7 @@
  * request, so that a take costs one object besides its promise and its target. Each kind
  * says what it sends (its items) and hands its reply to the {@link Settler}.
  */
-import type { WireItem } from '../algorithms/batch-wire.js';
+import type { BatchOp, WireItem } from '../algorithms/batch-wire.js';
 import type { LuaScript } from '../algorithms/script.js';
 import type { Decision, TakeAllResult } from '../types.js';
 import type { BatchRequest } from './coalescer.js';
@@ -38,7 +38,7 @@ export abstract class InFlight implements DeadlineEntry, BatchRequest {
   meta: CallMeta | undefined = undefined;
   /** Waiting for the store's first connection, not sent yet (see `start-gate.ts`). */
   held = false;
-  abstract readonly op: 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g';
+  abstract readonly op: BatchOp;
   abstract readonly size: number;
   abstract readonly work: number;
   abstract readonly script: LuaScript | undefined;

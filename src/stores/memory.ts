@@ -161,6 +161,11 @@ export class MemoryStore implements ScriptStore {
         if (existed) state.delete(first.key);
         state.delete(`${first.key}:b`); // its block, if any (see block.lua)
         reply.item([existed ? 1 : 0, 0, 0, 0]);
+      } else if (op === 'c') {
+        // As batch.lua: SET NX PX, the first claim within the TTL.
+        const claimed = state.pttl(first.key) === -2;
+        if (claimed) state.set(first.key, 'string', '1', Number(first.args[0]));
+        reply.item([claimed ? 1 : 0, 0, 0, 0]);
       } else if (op === 't' && items.length === 1) {
         reply.item(decide(first, TAKE));
       } else {

@@ -265,7 +265,7 @@ describe('guard option settle: a login that counts only failures', () => {
 });
 
 describe('guard option retryId: a retried request counts once', () => {
-  it('node:http: the same Idempotency-Key replays the first decision, consuming nothing', async () => {
+  it('node:http: the same Idempotency-Key counts once and runs the handler once', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'orders' });
     const guard = nodeRateLimit({
@@ -275,8 +275,10 @@ describe('guard option retryId: a retried request counts once', () => {
       identify: (req: IncomingMessage) => identify(req.headers),
       retryId: (req: IncomingMessage) => header(req.headers['idempotency-key']),
     });
+    let runs = 0;
     const server = createServer(async (req, res) => {
       if (!(await guard(req, res))) return;
+      runs++;
       res.statusCode = 201;
       res.end();
     });
@@ -290,9 +292,89 @@ describe('guard option retryId: a retried request counts once', () => {
       await res.arrayBuffer();
       return res.status;
     };
-    for (let i = 0; i < 4; i++) assert.equal(await post('order-1'), 201, `retry ${i}`);
+    assert.equal(await post('order-1'), 201);
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await post('order-1'), 409, `repeat ${i}: served once, never run again`);
+    }
     assert.equal(await post('x'.repeat(129)), 201, 'a key too long is no key: counted');
     assert.equal(await post('order-2'), 429, 'the limit of 2: order-1 once, the long one');
-    assert.equal(await post('order-1'), 201, 'order-1 replays its first answer');
+    assert.equal(await post('order-1'), 409, 'order-1 is still its first admission');
+    assert.equal(guard.counts.duplicate, 4);
+    assert.equal(runs, 2, 'the handler ran for order-1 once and the long key once');
+  });
+
+  it('express with settle: concurrent copies of one key run the handler once', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'idem-login' });
+    let runs = 0;
+    const app = express();
+    app.post(
+      '/login',
+      expressRateLimit({
+        limiter,
+        policy,
+        identify: (req) => identify(req.headers),
+        settle,
+        retryId: (req) => header(req.headers['idempotency-key']),
+      }),
+      async (_req, res) => {
+        runs++;
+        await sleep(50);
+        res.status(401).end();
+      },
+    );
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = listen(server);
+    const tenant = randomTenant();
+    const send = async () => {
+      const res = await fetch(`${base}/login`, {
+        method: 'POST',
+        headers: { 'x-tenant': tenant, 'idempotency-key': 'K1' },
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const first = await Promise.all(Array.from({ length: 5 }, send));
+    const later = [];
+    for (let i = 0; i < 5; i++) later.push(await send());
+    assert.deepEqual(first.sort(), [401, 409, 409, 409, 409]);
+    assert.deepEqual(later, [409, 409, 409, 409, 409]);
+    assert.equal(runs, 1);
+  });
+
+  it('a retryId that throws or answers a promise is no key, never an unhandled rejection', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 5, windowMs: 60_000, name: 'async-key' });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const tenant = randomTenant();
+      for (const retryId of [
+        async () => {
+          throw new Error('no key store');
+        },
+        async () => 'k1',
+        () => {
+          throw new Error('sync');
+        },
+      ]) {
+        const guard = nodeRateLimit({
+          limiter,
+          policy,
+          route: 'POST/async',
+          identify: () => tenant,
+          retryId: retryId as never,
+        });
+        const res = { setHeader() {}, once() {}, headersSent: false } as never;
+        assert.equal(await guard({ headers: {} } as never, res), true);
+      }
+      await sleep(20);
+      assert.deepEqual(unhandled, []);
+      assert.equal((await limiter.peek({ tenant, route: 'POST/async' }, policy)).remaining, 2);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

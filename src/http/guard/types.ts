@@ -203,8 +203,11 @@ export interface GuardOptions<Req> {
    * The request's idempotency key, e.g. `(req) => req.headers['idempotency-key']`: makes the
    * guard's take (or takeAll, or reserve) retry-safe — a retried request with the same key
    * within the policies' horizon replays the first decision and consumes nothing (see
-   * `TakeOptions.id`). Off by default. An answer that is not a string of 1–128 characters is
-   * no key (never a failure). Only for keys a client cannot use to replay another tenant's
+   * `TakeOptions.id`), and the handler runs once per key: a request with a key that was
+   * already admitted and handed to the handler (`RateLimiter.claimServe`) is answered `409`
+   * (outcome `duplicate`), whether that first request is still running or done; no response
+   * is stored. Off by default. An answer that is not a string of 1–128 characters (a promise
+   * too: this function is synchronous), or a throw, is no key (never a failure). Only for keys a client cannot use to replay another tenant's
    * decision: the key is scoped to the tenant, route and user the guard identified.
    */
   readonly retryId?: (req: Req) => string | undefined;
