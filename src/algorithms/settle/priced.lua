@@ -4,10 +4,11 @@
 -- of the operation. The record item has batch id 0 and one argument: its TTL in ms.
 --   k  reserve: a take of `units`; an admitted one also records its mark (the window or
 --      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots.
---      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,settled[,applied,left]".
+--      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,gen,settled[,applied,left]",
+--      gen the scope's generation (see generation below).
 --   s  settle a reservation with `units` actual: moves `units − cost` into the state it was
---      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation or a
---      refused one changes nothing.
+--      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation, a
+--      refused one, or one of another generation (the scope was reset since) changes nothing.
 --   f  refund `units` into the current state; g  charge `units` past the limit.
 -- The reply of s, f and g: { known (0: no such reservation), applied (signed units moved),
 -- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
@@ -38,6 +39,25 @@ end
 
 local SETTLE = {}
 --[[SETTLE]]--
+
+-- The scope's generation, in `<key>:g`: a reserve (`ttl` given) creates it, as the µs time
+-- now, and keeps it for its record's TTL, so that it outlives every reservation of the scope;
+-- a reset (batch.lua, op r) replaces it by a value above every earlier one. A settle of a
+-- reservation of another generation moves nothing. 0 when absent (or not a number).
+local function generation(i, ttl)
+  local gkey = KEYS[i] .. ':g'
+  local g = tonumber(redis.call('GET', gkey) or '0') or 0
+  if ttl then
+    if g == 0 then
+      local t = redis.call('TIME')
+      g = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      redis.call('SET', gkey, string.format('%d', g), 'PX', ttl)
+    else
+      redis.call('PEXPIRE', gkey, ttl)
+    end
+  end
+  return g
+end
 
 local function record_get(k)
   return redis.call('GET', k)
@@ -78,24 +98,30 @@ local function priced_request(op, i, id, base, units, record, ttl)
   end
   if op == 'k' then
     local rec = record_numbers(record)
-    if rec and #rec >= 7 then return { rec[1], rec[2], rec[3], rec[4] }, 1 end
+    if rec and #rec >= 8 then return { rec[1], rec[2], rec[3], rec[4] }, 1 end
     local ok, r = decide(i, id, base, false, false)
     if not ok then error(r) end
-    local mark = 0
-    if r[1] == 1 then mark = adjust(i, base, nil, nil, units) end
-    record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, 0 }), ttl)
+    local mark, gen = 0, 0
+    if r[1] == 1 then
+      mark = adjust(i, base, nil, nil, units)
+      gen = generation(i, ttl)
+    end
+    record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, gen, 0 }), ttl)
     return r, 0
   end
   if op == 's' then
     local rec = record_numbers(record)
-    if not rec or #rec < 7 then return { 0, 0, 0, 0 }, 0 end
-    if rec[7] == 1 and #rec == 9 then return { 1, rec[8], rec[9], 0 }, 1 end
+    if not rec or #rec < 8 then return { 0, 0, 0, 0 }, 0 end
+    if rec[8] == 1 and #rec == 10 then return { 1, rec[9], rec[10], 0 }, 1 end
     local applied, left = 0, rec[2]
-    if rec[1] == 1 then
+    if rec[1] == 1 and generation(i, nil) == rec[7] then
       local r = adjust(i, base, units - rec[5], rec[6], rec[5])
       applied, left = r[1], r[2]
     end
-    record_set(record, record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], 1, applied, left }))
+    record_set(
+      record,
+      record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], rec[7], 1, applied, left })
+    )
     return { 1, applied, left, 0 }, 0
   end
   if record then
