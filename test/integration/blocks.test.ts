@@ -135,6 +135,22 @@ describe('a refusal blocks the scope for blockMs', () => {
       { blockMs: 10, escalate: { factor: 1, maxMs: 10, withinMs: 10 } },
       'policy.escalate.factor',
     );
+    for (const factor of [1001, 2.5]) {
+      assert.throws(
+        () =>
+          fixedWindow({
+            limit: 1,
+            windowMs: 1000,
+            blockMs: 10,
+            escalate: { factor, maxMs: 10, withinMs: 10 },
+          }),
+        /policy\.escalate\.factor must be an integer from 2 to 1000/,
+      );
+    }
+    assert.throws(
+      () => fixedWindow({ limit: 1, windowMs: 1000, escalate: { factor: 2 } } as never),
+      /policy\.blockMs must be a positive safe integer number of ms \(required when escalate/,
+    );
     bad({ blockMs: 10, escalate: { factor: 2, maxMs: 5, withinMs: 10 } }, 'policy.escalate.maxMs');
     bad({ blockMs: 10, escalate: { factor: 2, maxMs: 50 } }, 'policy.escalate.withinMs');
     bad(
