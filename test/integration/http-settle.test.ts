@@ -221,14 +221,14 @@ describe('guard option settle: a login that counts only failures', () => {
     it(`${name}: a client that disconnects before the answer gets no attempt back`, async () => {
       const l = await shared();
       const seen: boolean[] = [];
-      const base = await (apps[name] as App)(l, perUser, 150, seen);
+      const base = await (apps[name] as App)(l, perUser, 250, seen);
       const tenant = randomTenant();
-      await abortedAttempt(base, tenant, 'right', 30);
-      await sleep(250);
+      await abortedAttempt(base, tenant, 'right', 100);
+      await sleep(300);
       const route = 'POST/login';
       assert.equal((await l.peek({ tenant, route }, perUser)).remaining, 3, 'a 200 gives back');
-      for (let i = 0; i < 3; i++) await abortedAttempt(base, tenant, 'wrong', 30);
-      await sleep(250);
+      for (let i = 0; i < 3; i++) await abortedAttempt(base, tenant, 'wrong', 100);
+      await sleep(300);
       assert.equal((await l.peek({ tenant, route }, perUser)).remaining, 0, 'failures count');
       assert.equal(await attempt(base, tenant, 'wrong'), 429);
       assert.deepEqual(seen, [true, true, true, true], 'the hook is told it was aborted');
