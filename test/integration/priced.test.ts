@@ -145,6 +145,19 @@ describe('reserve, then settle with what was used', () => {
 });
 
 describe('a give-back and the denial caches', () => {
+  it("a whole-token give-back that rounds to applied 0 still drops the other replicas' denials", async () => {
+    const a = await limiter();
+    const b = await limiter();
+    const policy = tokenBucket({ capacity: 1, refillTokens: 1, refillIntervalMs: 30_000 });
+    const scope = { tenant: randomTenant(), route };
+    const r = await a.reserve(scope, policy);
+    assert.equal((await b.take(scope, policy)).allowed, false);
+    assert.equal((await b.take(scope, policy)).allowed, false, 'cached by b');
+    await r.cancel();
+    await sleep(800); // beyond the reset epoch's bound (750 ms)
+    assert.equal((await b.take(scope, policy)).allowed, true, 'the token is back for b too');
+  });
+
   it('a cancel ends the cached denial here at once, and on another limiter within the epoch bound', async () => {
     const a = await limiter();
     const b = await limiter();
