@@ -21,9 +21,11 @@ import type { Decision } from '../types.js';
  * A batch request's operation; `i`: a take with an id, whose last item is the id's record
  * (batch id 0, one argument: its TTL in ms), replied `{ replayed ? 1 : 0, 0, 0, 0 }`; `k`,
  * `s`, `f`, `g`: reserve, settle, refund, charge; `m`: reserve all (see `settle/priced.lua`);
- * `w`, `y`: a prefetch grant and its give-back (see `settle/prefetch.lua`).
+ * `w`, `y`: a prefetch grant and its give-back (see `settle/prefetch.lua`); `c`: claims a
+ * retry id for serving (one item, batch id 0, one argument: its TTL in ms; `SET NX`),
+ * replied `{ claimed ? 1 : 0, 0, 0, 0 }` (see `limiter/serve-claim.ts`).
  */
-export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'm' | 'w' | 'y';
+export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'm' | 'w' | 'y' | 'c';
 
 /** Integers per item in a reply. */
 export const REPLY_SLOTS = 4;

@@ -124,7 +124,23 @@ while a <= argc do
       local ok, r = pcall(redis.call, 'UNLINK', KEYS[first])
       -- The scope's block too, if its policy has one (see block.lua); the reply is the key's.
       if ok then pcall(redis.call, 'UNLINK', KEYS[first] .. ':b') end
+      -- A scope with reservations: a new generation (see settle/priced.lua), above every
+      -- earlier one, so that no settle or cancel of a reservation taken before reaches the
+      -- fresh state.
+      local gkey = KEYS[first] .. ':g'
+      local gok, old = pcall(redis.call, 'GET', gkey)
+      old = gok and old and tonumber(old)
+      if ok and old then
+        local t = redis.call('TIME')
+        local g = tonumber(t[1]) * 1000000 + tonumber(t[2])
+        if old >= g then g = old + 1 end
+        pcall(redis.call, 'SET', gkey, string.format('%d', g), 'KEEPTTL')
+      end
       if ok then emit(r, 0, 0, 0) else failed(1, r) end
+    elseif op == 'c' then
+      -- A retry id claimed for serving (see serve-claim.ts): the first claim within the TTL.
+      local ok, r = pcall(redis.call, 'SET', KEYS[first], '1', 'NX', 'PX', ARGV[base + 1])
+      if ok then emit(r and 1 or 0, 0, 0, 0) else failed(1, r) end
     else
       -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes
       -- through decide(): the one place an item is run (the soak test's decision log

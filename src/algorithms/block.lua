@@ -12,8 +12,9 @@
 --
 -- A blocked answer: { 0, -1, left, max(left, the algorithm's wait) }: remaining -1 marks it
 -- (decoded as remaining 0, blocked), resetMs is what is left of the block; a refused take that
--- starts a block answers the same with its new block (a wait of -1, a cost that never fits,
--- stays -1). A blocked item runs no algorithm: nothing is consumed or written.
+-- starts a block answers the same with its new block. A blocked item runs its algorithm dry
+-- only (for its wait): nothing is consumed or written. A refusal whose cost can never fit
+-- (wait -1: more than the limit) starts no block.
 
 local function block_pttl(k)
   return redis.call('PTTL', k)
@@ -58,9 +59,19 @@ end
 -- Decides item i of a blocking policy: blocked, or its algorithm (and a block on a refusal).
 local function decide_blocked(algorithm, i, base, dry, probe, ms, factor, max, within)
   local left = block_pttl(KEYS[i] .. ':b') - within
-  if left > 0 then return { 0, -1, left, left } end
+  if left > 0 then
+    -- The wait is until a take would pass: the block's end, or the algorithm's own wait if
+    -- later (decided dry: nothing consumed or written), so obeying it never escalates.
+    local r = algorithm(i, base, true, false)
+    local wait = left
+    if r[1] == 0 and (r[4] < 0 or r[4] > left) then wait = r[4] end
+    return { 0, -1, left, wait }
+  end
   local r = algorithm(i, base, dry, probe)
-  if r[1] == 0 and not dry and not probe then return start_block(i, r, ms, factor, max, within) end
+  -- A cost that can never fit (wait -1) is refused without a block: waiting cannot help.
+  if r[1] == 0 and r[4] >= 0 and not dry and not probe then
+    return start_block(i, r, ms, factor, max, within)
+  end
   return r
 end
 
@@ -68,7 +79,7 @@ end
 -- blocked already (or its policy has none). Errors leave r as it is.
 local function refused_block(i, base, r)
   local ms, factor, max, within = block_of(base)
-  if not ms or r[2] == -1 then return r end
+  if not ms or r[2] == -1 or r[4] < 0 then return r end
   local ok, blocked = pcall(start_block, i, r, ms, factor, max, within)
   if ok then return blocked end
   return r

@@ -183,7 +183,11 @@ function policyBlock(options: object): BlockSpec | undefined {
   const escalate = readProperty(options, 'escalate', 'policy');
   if (blockMs === undefined) {
     if (escalate !== undefined) {
-      throw new InvalidInputError('policy.blockMs', 'blockMs, when escalate is given', blockMs);
+      throw new InvalidInputError(
+        'policy.blockMs',
+        'a positive safe integer number of ms (required when escalate is given)',
+        blockMs,
+      );
     }
     return undefined;
   }
@@ -197,12 +201,8 @@ function policyBlock(options: object): BlockSpec | undefined {
     );
   }
   rejectUnknownKeys(escalate, ['factor', 'maxMs', 'withinMs'], 'policy.escalate');
-  const factor = positiveSafeInteger(
-    'policy.escalate.factor',
-    readProperty(escalate, 'factor', 'policy.escalate'),
-    1000,
-  );
-  if (factor < 2)
+  const factor = readProperty(escalate, 'factor', 'policy.escalate');
+  if (typeof factor !== 'number' || !Number.isInteger(factor) || factor < 2 || factor > 1000)
     throw new InvalidInputError('policy.escalate.factor', 'an integer from 2 to 1000', factor);
   const maxMs = positiveSafeInteger(
     'policy.escalate.maxMs',

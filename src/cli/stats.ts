@@ -5,7 +5,7 @@
  * key has a TTL, so `volatile-*` policies evict them as surely as `allkeys-*`), the server
  * version and its role.
  */
-import { concurrency } from '../algorithms/concurrency.js';
+import { concurrency, MIN_LEASE_MS } from '../algorithms/concurrency.js';
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra } from '../algorithms/gcra.js';
 import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
@@ -45,7 +45,7 @@ const ALGORITHMS: ReadonlyMap<string, string> = new Map(
     slidingWindowCounter({ limit: 1, windowMs: 1 }),
     tokenBucket({ capacity: 1, refillIntervalMs: 1 }),
     gcra({ limit: 1, periodMs: 1 }),
-    concurrency({ limit: 1, leaseMs: 1 }), // its keys are lease sets
+    concurrency({ limit: 1, leaseMs: MIN_LEASE_MS }), // its keys are lease sets
   ].map((p) => [p.keyTag, p.algorithm]),
 );
 

@@ -181,6 +181,23 @@ export function unidentifiedResponse(challenge = 'Bearer'): HttpResponseSpec {
   };
 }
 
+/**
+ * The `409` of a repeated retry id (the guard's `retryId`) whose first admission already
+ * went to a handler: the request is not run again (RFC 9110 §15.5.10).
+ */
+export function duplicateResponse(): HttpResponseSpec {
+  return {
+    status: 409,
+    headers: { 'content-type': PROBLEM_TYPE },
+    body: problem({
+      title: 'Conflict',
+      status: 409,
+      detail: 'a request with this idempotency key was already admitted and handed to the server',
+      error: 'duplicate-request',
+    }),
+  };
+}
+
 /** Which rate-limit header sets a route sends (see {@link rateLimitHeaders}). */
 export interface HeaderOptions {
   /**

@@ -51,7 +51,8 @@ export type FetchVerdict =
    * Run the handler, then add `headers` (RateLimit fields, the shadow header) to its
    * response. With a `concurrency` limit, `release` is present: call it once the response is
    * sent. With the guard's `settle` option, call `settle(response)` once the handler's
-   * response is sent (`settle()` when the handler failed: status 500).
+   * response is sent (`settle()` when the handler failed: status 500); the hook's
+   * `aborted` is whether the request's signal aborted by then.
    */
   | {
       readonly pass: true;
@@ -103,7 +104,11 @@ export function fetchRateLimit(options: FetchRateLimitOptions): FetchRateLimit {
         ...(settle === undefined
           ? {}
           : {
-              settle: (response?: Response) => settle({ statusCode: response?.status ?? 500 }),
+              settle: (response?: Response) =>
+                settle(
+                  { statusCode: response?.status ?? 500 },
+                  { aborted: request.signal?.aborted === true },
+                ),
             }),
       };
     }

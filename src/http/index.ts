@@ -25,7 +25,13 @@ export {
   unavailableResponse,
   unidentifiedResponse,
 } from './core.js';
-export type { NodeResponseLike, SettledResponse, SettleOption } from './guard/settle.js';
+export type {
+  NodeResponseLike,
+  SettledResponse,
+  SettleInfo,
+  SettleOption,
+  VerdictSettle,
+} from './guard/settle.js';
 export {
   createGuard,
   type Guard,

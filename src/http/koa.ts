@@ -26,7 +26,7 @@ import { METHODS } from 'node:http';
 import { InvalidInputError } from '../errors.js';
 import type { HttpResponseSpec } from './core.js';
 import { releaseWhenDone } from './guard/leases.js';
-import { type NodeResponseLike, settleWhenDone } from './guard/settle.js';
+import { type NodeResponseLike, settleAfterAbort, settleWhenDone } from './guard/settle.js';
 import type { GuardOptions, HttpOutcome } from './guard/types.js';
 import { createGuard } from './guard.js';
 
@@ -206,8 +206,11 @@ export function koaRateLimit<Ctx extends KoaContextLike = KoaContextLike>(
     if (ctx.headerSent !== true) {
       for (const [name, value] of Object.entries(verdict.headers)) ctx.set(name, value);
     }
-    settleWhenDone(ctx.res, verdict.settle);
+    const res = ctx.res as (NodeResponseLike & { destroyed?: boolean }) | undefined;
+    settleWhenDone(res, verdict.settle);
     await next();
+    // Koa never ends a response whose connection closed: settle with the handler's status.
+    if (res?.destroyed === true) settleAfterAbort(res, verdict.settle, { statusCode: ctx.status });
   };
   return Object.assign(middleware, { counts: guard.counts });
 }

@@ -111,7 +111,10 @@ export class LocalDenials {
       {
         until: sentAt + hold.ms,
         resetAt: now + decision.resetMs,
-        retryAt: now + hold.ms + 1,
+        // A block's wait may outlast it (the algorithm's own, see block.lua): the later.
+        retryAt:
+          now +
+          Math.max(hold.ms + 1, Number.isFinite(decision.retryAfterMs) ? decision.retryAfterMs : 0),
         limit: decision.limit,
         anyCost: hold.anyCost,
       },

@@ -149,6 +149,7 @@ export class PricedOps {
       this.#settled(
         target,
         settlement(reply, at, policy.limit, replayedAt(reply, at, record === undefined ? 1 : 2)),
+        op === 'g',
       ),
     );
   }
@@ -165,9 +166,13 @@ export class PricedOps {
     );
   }
 
-  /** A settlement that gave units back makes cached denials of the scope stale. */
-  #settled(target: Target, result: Settlement): Settlement {
-    if (result.applied < 0 && !result.replayed) this.host.gaveBack(target);
+  /**
+   * A settlement that may have given units back makes cached denials of the scope stale:
+   * any settle or refund but an overrun (`applied` rounds toward 0, so a token-bucket or
+   * GCRA give-back of a whole token can answer 0 although the token is back).
+   */
+  #settled(target: Target, result: Settlement, charge = false): Settlement {
+    if (!charge && result.applied <= 0 && !result.replayed) this.host.gaveBack(target);
     return result;
   }
 

@@ -17,6 +17,7 @@
  * scope once, and creates no timer.
  */
 import { performance } from 'node:perf_hooks';
+import type { WireItem } from '../algorithms/batch-wire.js';
 import { type ConcurrencyPolicy, isConcurrency } from '../algorithms/concurrency.js';
 import { InvalidInputError, OverloadError, UnavailableError } from '../errors.js';
 import { resetEpochKey } from '../key.js';
@@ -46,6 +47,7 @@ import type { PricedOptions, Reservation, ReserveOptions, Settlement } from './p
 import { PricedOps } from './priced-ops.js';
 import type { ReserveAllResult } from './reserve-all.js';
 import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
+import { ClaimCall, claimItem } from './serve-claim.js';
 import { StartGate } from './start-gate.js';
 import { type LimiterStats, newStats } from './stats.js';
 import {
@@ -506,6 +508,32 @@ export class RateLimiter {
    */
   charge(scope: Scope, policy: Policy, cost: number, options?: PricedOptions): Promise<Settlement> {
     return this.#priced.adjust('g', scope, policy, cost, options);
+  }
+
+  /**
+   * Claims the admission of a retry-safe take (or takeAll) with `id` on `items` for serving:
+   * true for the first claim of the id within the horizon of the items' policies, false for
+   * every later one. Call it once a take with an `id` was admitted, before running its work,
+   * and run the work only on true: a repeat of the id replays "admitted" without consuming
+   * (`replayed: true`), so without a claim each repeat would run the work again for free
+   * (see `serve-claim.ts`). The HTTP guard's `retryId` option does. One `SET NX` on Redis.
+   *
+   * @param items the take's scope and policy (`[{ scope, policy }]`), or the takeAll's items
+   * @throws {InvalidInputError} bad items or `id`; the failures of {@link take}.
+   */
+  claimServe(items: readonly TakeAllItem[], id: string): Promise<boolean> {
+    let claim: WireItem;
+    try {
+      const checked = readTakeId({ id }, 'options');
+      claim = claimItem(this.#targets.all(items), checked as string);
+    } catch (error) {
+      this.#stats.invalid++;
+      return Promise.reject(error);
+    }
+    return this.#send(
+      (resolve, reject) => new ClaimCall(this.#outcomes, claim, resolve, reject),
+      undefined,
+    );
   }
 
   /**

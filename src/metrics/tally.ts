@@ -40,6 +40,7 @@ export const REQUEST_OUTCOMES = Object.freeze([
   'fail_open_limited',
   'unidentified',
   'skipped',
+  'duplicate',
 ] as const);
 
 /** A label value of `sluice_http_requests_total{outcome}`. */

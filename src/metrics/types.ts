@@ -143,4 +143,9 @@ export type HttpOutcome =
   /** `identify` (or `user`, where a limit needs one) found no verified identity: 401. */
   | 'unidentified'
   /** `skip(req)` said so: passed without a decision, nothing spent. */
-  | 'skipped';
+  | 'skipped'
+  /**
+   * A repeat of a `retryId` whose first admission already went to a handler: 409, the
+   * handler does not run again.
+   */
+  | 'duplicate';

@@ -6,6 +6,8 @@ import type { Twin, TwinMode, TwinState } from '../algorithms/twin.js';
 import { luaNumber } from '../algorithms/twin.js';
 import type { BlockSpec } from '../types.js';
 
+const DRY: TwinMode = { dry: true, probe: false };
+
 type Reply = [number, number, number, number];
 
 /** The block parameters after the marker 'b' in an item's ARGV, as `block_of` finds them. */
@@ -46,9 +48,16 @@ export function decideItem(
   const b = blockOf(args);
   if (b === undefined) return twin(state, key, args, mode);
   const left = state.pttl(`${key}:b`) - b.withinMs;
-  if (left > 0) return [0, -1, left, left];
+  if (left > 0) {
+    // As block.lua: the later of the block's end and the algorithm's own (dry) wait.
+    const r = twin(state, key, args, DRY);
+    const wait = r[3] as number;
+    return [0, -1, left, r[0] === 0 && (wait < 0 || wait > left) ? wait : left];
+  }
   const r = twin(state, key, args, mode);
-  if (r[0] === 0 && !mode.dry && !mode.probe) return startBlock(state, key, r, b);
+  if (r[0] === 0 && (r[3] as number) >= 0 && !mode.dry && !mode.probe) {
+    return startBlock(state, key, r, b);
+  }
   return r;
 }
 
@@ -60,7 +69,7 @@ export function refusedBlock(
   r: readonly number[],
 ): readonly number[] {
   const b = blockOf(args);
-  if (b === undefined || r[1] === -1) return r;
+  if (b === undefined || r[1] === -1 || (r[3] as number) < 0) return r;
   try {
     return startBlock(state, key, r, b);
   } catch {

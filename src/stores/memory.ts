@@ -17,7 +17,7 @@ import {
 } from '../algorithms/batch-wire.js';
 import { ALGORITHMS } from '../algorithms/registry.js';
 import type { LuaScript } from '../algorithms/script.js';
-import { TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
+import { luaNumber, TAKE, type Twin, type TwinMode, type TwinState } from '../algorithms/twin.js';
 import { InvalidInputError, StoreError } from '../errors.js';
 import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
@@ -162,7 +162,23 @@ export class MemoryStore implements ScriptStore {
         const existed = state.pttl(first.key) !== -2;
         if (existed) state.delete(first.key);
         state.delete(`${first.key}:b`); // its block, if any (see block.lua)
+        // As batch.lua: a scope with reservations gets a new generation.
+        const gkey = `${first.key}:g`;
+        let old: number | undefined;
+        try {
+          const text = state.get<unknown>(gkey, 'string');
+          old = text === undefined ? undefined : luaNumber(String(text));
+        } catch {
+          old = undefined;
+        }
+        if (old !== undefined)
+          state.update(gkey, String(old >= state.nowUs ? old + 1 : state.nowUs));
         reply.item([existed ? 1 : 0, 0, 0, 0]);
+      } else if (op === 'c') {
+        // As batch.lua: SET NX PX, the first claim within the TTL.
+        const claimed = state.pttl(first.key) === -2;
+        if (claimed) state.set(first.key, 'string', '1', Number(first.args[0]));
+        reply.item([claimed ? 1 : 0, 0, 0, 0]);
       } else if (op === 't' && items.length === 1) {
         reply.item(decide(first, TAKE));
       } else {

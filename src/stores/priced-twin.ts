@@ -41,6 +41,19 @@ function settleTwinOf(scope: ReadItem) {
   return { take: take.twin, settle };
 }
 
+/** As `generation` in `settle/priced.lua`: the scope's generation; a reserve (`ttl`) keeps it. */
+function generation(state: TwinState, key: string, ttl: number | undefined): number {
+  const gkey = `${key}:g`;
+  let g = luaNumber(String(state.get<unknown>(gkey, 'string') ?? '0')) ?? 0;
+  if (ttl !== undefined) {
+    if (g === 0) {
+      g = state.nowUs;
+      state.set(gkey, 'string', String(g), ttl);
+    } else state.pexpire(gkey, ttl);
+  }
+  return g;
+}
+
 function request(
   state: TwinState,
   op: string,
@@ -56,24 +69,29 @@ function request(
   if (op === 'k') {
     const key = (record as ReadItem).key;
     const rec = recordNumbers(state, key);
-    if (rec !== undefined && rec.length >= 7) return [rec.slice(0, 4), 1];
+    if (rec !== undefined && rec.length >= 8) return [rec.slice(0, 4), 1];
     const r = decideItem(state, scope.key, args, take, TAKE);
-    const mark = r[0] === 1 ? (adjust(undefined, undefined, units) as number) : 0;
-    state.set(key, 'string', recordText([...r, units, mark, 0]), ttl);
+    let mark = 0;
+    let gen = 0;
+    if (r[0] === 1) {
+      mark = adjust(undefined, undefined, units) as number;
+      gen = generation(state, scope.key, ttl);
+    }
+    state.set(key, 'string', recordText([...r, units, mark, gen, 0]), ttl);
     return [r, 0];
   }
   if (op === 's') {
     const key = (record as ReadItem).key;
     const rec = recordNumbers(state, key);
-    if (rec === undefined || rec.length < 7) return [[0, 0, 0, 0], 0];
-    if (rec[6] === 1 && rec.length === 9) return [[1, rec[7] as number, rec[8] as number, 0], 1];
+    if (rec === undefined || rec.length < 8) return [[0, 0, 0, 0], 0];
+    if (rec[7] === 1 && rec.length === 10) return [[1, rec[8] as number, rec[9] as number, 0], 1];
     let applied = 0;
     let left = rec[1] as number;
-    if (rec[0] === 1) {
+    if (rec[0] === 1 && generation(state, scope.key, undefined) === rec[6]) {
       const cost = rec[4] as number;
       [applied, left] = adjust(units - cost, rec[5], cost) as [number, number];
     }
-    state.update(key, recordText([...rec.slice(0, 6), 1, applied, left]));
+    state.update(key, recordText([...rec.slice(0, 7), 1, applied, left]));
     return [[1, applied, left, 0], 0];
   }
   if (record !== undefined) {
@@ -95,9 +113,9 @@ function reserveAll(
   const records = items.filter((_, j) => j % 2 === 1);
   const twins = scopes.map(settleTwinOf);
   const recs = records.map((record) => recordNumbers(state, record.key));
-  if (recs.some((rec) => rec !== undefined && rec.length >= 7)) {
+  if (recs.some((rec) => rec !== undefined && rec.length >= 8)) {
     return [
-      recs.map((rec) => (rec !== undefined && rec.length >= 7 ? rec.slice(0, 4) : [0, 0, 0, 0])),
+      recs.map((rec) => (rec !== undefined && rec.length >= 8 ? rec.slice(0, 4) : [0, 0, 0, 0])),
       1,
     ];
   }
@@ -110,6 +128,7 @@ function reserveAll(
     const { take, settle } = twins[j] as { take: Twin; settle: SettleTwin };
     let r = dry[j] as readonly number[];
     let mark = 0;
+    let gen = 0;
     if (all) {
       r = decideItem(state, scope.key, scope.args, take, TAKE);
       mark = settle(
@@ -120,6 +139,7 @@ function reserveAll(
         undefined,
         units[j] as number,
       ) as number;
+      gen = generation(state, scope.key, Number((records[j] as ReadItem).args[0]));
     } else {
       let probed: readonly number[] = [0, 0, 0, 0];
       try {
@@ -135,7 +155,7 @@ function reserveAll(
     state.set(
       record.key,
       'string',
-      recordText([...r, units[j] as number, mark, 0]),
+      recordText([...r, units[j] as number, mark, gen, 0]),
       Number(record.args[0]),
     );
     return r;

@@ -8,7 +8,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow, InvalidInputError, RateLimiter, slidingWindowLog, tokenBucket } from 'sluice';
+import {
+  fixedWindow,
+  gcra,
+  InvalidInputError,
+  MemoryStore,
+  RateLimiter,
+  slidingWindowLog,
+  tokenBucket,
+} from 'sluice';
 import { ABNORMAL_USAGE_DETECTED_TYPE, limitedResponse, QUOTA_EXCEEDED_TYPE } from 'sluice/http';
 import { randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -135,6 +143,22 @@ describe('a refusal blocks the scope for blockMs', () => {
       { blockMs: 10, escalate: { factor: 1, maxMs: 10, withinMs: 10 } },
       'policy.escalate.factor',
     );
+    for (const factor of [1001, 2.5]) {
+      assert.throws(
+        () =>
+          fixedWindow({
+            limit: 1,
+            windowMs: 1000,
+            blockMs: 10,
+            escalate: { factor, maxMs: 10, withinMs: 10 },
+          }),
+        /policy\.escalate\.factor must be an integer from 2 to 1000/,
+      );
+    }
+    assert.throws(
+      () => fixedWindow({ limit: 1, windowMs: 1000, escalate: { factor: 2 } } as never),
+      /policy\.blockMs must be a positive safe integer number of ms \(required when escalate/,
+    );
     bad({ blockMs: 10, escalate: { factor: 2, maxMs: 5, withinMs: 10 } }, 'policy.escalate.maxMs');
     bad({ blockMs: 10, escalate: { factor: 2, maxMs: 50 } }, 'policy.escalate.withinMs');
     bad(
@@ -145,5 +169,48 @@ describe('a refusal blocks the scope for blockMs', () => {
     const blocking = fixedWindow({ limit: 1, windowMs: 1000, blockMs: 100 });
     assert.notEqual(plain.id, blocking.id);
     assert.equal(slidingWindowLog({ limit: 1, windowMs: 10, blockMs: 50 }).horizonMs, 50);
+  });
+});
+
+describe('a blocked answer waits until a take would pass', () => {
+  it('retryAfterMs is the later of the block and the window: obeying it never escalates (Redis and twin)', async () => {
+    for (const l of [await limiter(), new RateLimiter({ store: new MemoryStore() })]) {
+      const policy = fixedWindow({
+        limit: 2,
+        windowMs: 8000,
+        blockMs: 1000,
+        escalate: { factor: 2, maxMs: 16_000, withinMs: 10_000 },
+      });
+      const scope = { tenant: randomTenant(), route };
+      await l.take(scope, policy);
+      await l.take(scope, policy);
+      const first = await l.take(scope, policy);
+      const second = await l.take(scope, policy);
+      assert.equal(second.blocked, true);
+      assert.ok(
+        second.retryAfterMs > 6000,
+        `the window's wait, not the block's: ${second.retryAfterMs}`,
+      );
+      assert.ok(second.retryAfterMs <= first.retryAfterMs);
+      const g = gcra({ limit: 1, periodMs: 10_000, blockMs: 500 });
+      await l.take(scope, g);
+      await l.take(scope, g);
+      assert.ok((await l.take(scope, g)).retryAfterMs > 9000);
+    }
+  });
+
+  it('a cost that can never fit starts no block (Redis and twin)', async () => {
+    for (const l of [await limiter(), new RateLimiter({ store: new MemoryStore() })]) {
+      const policy = fixedWindow({ limit: 5, windowMs: 60_000, blockMs: 20_000 });
+      const scope = { tenant: randomTenant(), route };
+      const huge = await l.take(scope, policy, { cost: 6 });
+      assert.equal(huge.allowed, false);
+      assert.equal(huge.retryAfterMs, Number.POSITIVE_INFINITY);
+      assert.notEqual(huge.blocked, true);
+      assert.equal((await l.take(scope, policy, { cost: 1 })).allowed, true);
+      const all = await l.takeAll([{ scope, policy, cost: 9 }]);
+      assert.equal(all.allowed, false);
+      assert.equal((await l.take(scope, policy)).allowed, true, 'a takeAll neither');
+    }
   });
 });

@@ -17,7 +17,7 @@ import { fixedWindow, type Policy, RateLimiter } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
-import type { SettledResponse } from 'sluice/http';
+import type { SettledResponse, SettleInfo } from 'sluice/http';
 import { koaRateLimit } from 'sluice/koa';
 import { nodeRateLimit } from 'sluice/node';
 import { randomTenant, useRedis } from '../helpers/redis.js';
@@ -44,19 +44,31 @@ function listen(server: Server): string {
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-type App = (limiter: RateLimiter, policy: Policy | Policy[], delayMs: number) => Promise<string>;
+type App = (
+  limiter: RateLimiter,
+  policy: Policy | Policy[],
+  delayMs: number,
+  aborts?: boolean[],
+) => Promise<string>;
+
+/** `settle`, recording each call's `aborted` in `aborts` (when given). */
+const settleInto =
+  (aborts: boolean[] | undefined) => (req: unknown, res: SettledResponse, info: SettleInfo) => {
+    aborts?.push(info.aborted);
+    return settle(req, res);
+  };
 
 const header = (h: unknown) => (typeof h === 'string' ? h : undefined);
 const identify = (headers: Record<string, unknown>) => header(headers['x-tenant']);
 
 const apps: Record<string, App> = {
-  'node:http': async (limiter, policy, delayMs) => {
+  'node:http': async (limiter, policy, delayMs, aborts) => {
     const guard = nodeRateLimit({
       limiter,
       policy,
       route: 'POST/login',
       identify: (req: IncomingMessage) => identify(req.headers),
-      settle,
+      settle: settleInto(aborts),
     });
     const server = createServer(async (req: IncomingMessage, res: ServerResponse) => {
       if (!(await guard(req, res))) return;
@@ -66,11 +78,16 @@ const apps: Record<string, App> = {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return listen(server);
   },
-  express: async (limiter, policy, delayMs) => {
+  express: async (limiter, policy, delayMs, aborts) => {
     const app = express();
     app.post(
       '/login',
-      expressRateLimit({ limiter, policy, identify: (req) => identify(req.headers), settle }),
+      expressRateLimit({
+        limiter,
+        policy,
+        identify: (req) => identify(req.headers),
+        settle: settleInto(aborts),
+      }),
       async (req, res) => {
         res.status(await login(header(req.headers['x-password']), delayMs)).end();
       },
@@ -79,7 +96,7 @@ const apps: Record<string, App> = {
     await new Promise((resolve) => server.once('listening', resolve));
     return listen(server);
   },
-  koa: async (limiter, policy, delayMs) => {
+  koa: async (limiter, policy, delayMs, aborts) => {
     const app = new Koa();
     const router = new Router();
     router.post(
@@ -88,7 +105,7 @@ const apps: Record<string, App> = {
         limiter,
         policy,
         identify: (ctx) => identify(ctx.headers),
-        settle,
+        settle: settleInto(aborts),
       }),
       async (ctx) => {
         ctx.status = await login(ctx.get('x-password'), delayMs);
@@ -100,7 +117,7 @@ const apps: Record<string, App> = {
     await new Promise((resolve) => server.once('listening', resolve));
     return listen(server);
   },
-  fastify: async (limiter, policy, delayMs) => {
+  fastify: async (limiter, policy, delayMs, aborts) => {
     const app = Fastify();
     await app.register(fastifyRateLimit, {
       limiter,
@@ -108,7 +125,7 @@ const apps: Record<string, App> = {
     });
     app.post(
       '/login',
-      { config: { rateLimit: { policy, settle } as never } },
+      { config: { rateLimit: { policy, settle: settleInto(aborts) } as never } },
       async (request, reply) => {
         reply.code(await login(header(request.headers['x-password']), delayMs));
         return '';
@@ -158,6 +175,22 @@ async function attempt(base: string, tenant: string, password: string): Promise<
   return res.status;
 }
 
+/** An attempt whose client disconnects after `afterMs`, while the handler still runs. */
+async function abortedAttempt(base: string, tenant: string, password: string, afterMs: number) {
+  const controller = new AbortController();
+  const sent = fetch(`${base}/login`, {
+    method: 'POST',
+    headers: { 'x-tenant': tenant, 'x-password': password },
+    signal: controller.signal,
+  }).then(
+    (res) => res.arrayBuffer(),
+    () => undefined,
+  );
+  await sleep(afterMs);
+  controller.abort();
+  await sent;
+}
+
 /** Waits until the settles of answered requests have run (they follow the response). */
 const settled = () => sleep(50);
 
@@ -181,6 +214,24 @@ describe('guard option settle: a login that counts only failures', () => {
       assert.equal(await attempt(base, tenant, 'right'), 429, 'three failures: refused');
       const peek = await l.peek({ tenant, route: 'POST/login' }, perUser);
       assert.equal(peek.remaining, 0);
+    });
+  }
+
+  for (const name of ['node:http', 'express', 'koa', 'fastify']) {
+    it(`${name}: a client that disconnects before the answer gets no attempt back`, async () => {
+      const l = await shared();
+      const seen: boolean[] = [];
+      const base = await (apps[name] as App)(l, perUser, 250, seen);
+      const tenant = randomTenant();
+      await abortedAttempt(base, tenant, 'right', 100);
+      await sleep(300);
+      const route = 'POST/login';
+      assert.equal((await l.peek({ tenant, route }, perUser)).remaining, 3, 'a 200 gives back');
+      for (let i = 0; i < 3; i++) await abortedAttempt(base, tenant, 'wrong', 100);
+      await sleep(300);
+      assert.equal((await l.peek({ tenant, route }, perUser)).remaining, 0, 'failures count');
+      assert.equal(await attempt(base, tenant, 'wrong'), 429);
+      assert.deepEqual(seen, [true, true, true, true], 'the hook is told it was aborted');
     });
   }
 
@@ -214,7 +265,7 @@ describe('guard option settle: a login that counts only failures', () => {
 });
 
 describe('guard option retryId: a retried request counts once', () => {
-  it('node:http: the same Idempotency-Key replays the first decision, consuming nothing', async () => {
+  it('node:http: the same Idempotency-Key counts once and runs the handler once', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
     const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'orders' });
     const guard = nodeRateLimit({
@@ -224,8 +275,10 @@ describe('guard option retryId: a retried request counts once', () => {
       identify: (req: IncomingMessage) => identify(req.headers),
       retryId: (req: IncomingMessage) => header(req.headers['idempotency-key']),
     });
+    let runs = 0;
     const server = createServer(async (req, res) => {
       if (!(await guard(req, res))) return;
+      runs++;
       res.statusCode = 201;
       res.end();
     });
@@ -239,9 +292,89 @@ describe('guard option retryId: a retried request counts once', () => {
       await res.arrayBuffer();
       return res.status;
     };
-    for (let i = 0; i < 4; i++) assert.equal(await post('order-1'), 201, `retry ${i}`);
+    assert.equal(await post('order-1'), 201);
+    for (let i = 0; i < 3; i++) {
+      assert.equal(await post('order-1'), 409, `repeat ${i}: served once, never run again`);
+    }
     assert.equal(await post('x'.repeat(129)), 201, 'a key too long is no key: counted');
     assert.equal(await post('order-2'), 429, 'the limit of 2: order-1 once, the long one');
-    assert.equal(await post('order-1'), 201, 'order-1 replays its first answer');
+    assert.equal(await post('order-1'), 409, 'order-1 is still its first admission');
+    assert.equal(guard.counts.duplicate, 4);
+    assert.equal(runs, 2, 'the handler ran for order-1 once and the long key once');
+  });
+
+  it('express with settle: concurrent copies of one key run the handler once', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'idem-login' });
+    let runs = 0;
+    const app = express();
+    app.post(
+      '/login',
+      expressRateLimit({
+        limiter,
+        policy,
+        identify: (req) => identify(req.headers),
+        settle,
+        retryId: (req) => header(req.headers['idempotency-key']),
+      }),
+      async (_req, res) => {
+        runs++;
+        await sleep(50);
+        res.status(401).end();
+      },
+    );
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = listen(server);
+    const tenant = randomTenant();
+    const send = async () => {
+      const res = await fetch(`${base}/login`, {
+        method: 'POST',
+        headers: { 'x-tenant': tenant, 'idempotency-key': 'K1' },
+      });
+      await res.arrayBuffer();
+      return res.status;
+    };
+    const first = await Promise.all(Array.from({ length: 5 }, send));
+    const later = [];
+    for (let i = 0; i < 5; i++) later.push(await send());
+    assert.deepEqual(first.sort(), [401, 409, 409, 409, 409]);
+    assert.deepEqual(later, [409, 409, 409, 409, 409]);
+    assert.equal(runs, 1);
+  });
+
+  it('a retryId that throws or answers a promise is no key, never an unhandled rejection', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 5, windowMs: 60_000, name: 'async-key' });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const tenant = randomTenant();
+      for (const retryId of [
+        async () => {
+          throw new Error('no key store');
+        },
+        async () => 'k1',
+        () => {
+          throw new Error('sync');
+        },
+      ]) {
+        const guard = nodeRateLimit({
+          limiter,
+          policy,
+          route: 'POST/async',
+          identify: () => tenant,
+          retryId: retryId as never,
+        });
+        const res = { setHeader() {}, once() {}, headersSent: false } as never;
+        assert.equal(await guard({ headers: {} } as never, res), true);
+      }
+      await sleep(20);
+      assert.deepEqual(unhandled, []);
+      assert.equal((await limiter.peek({ tenant, route: 'POST/async' }, policy)).remaining, 2);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
   });
 });

@@ -145,6 +145,24 @@ describe('reserve, then settle with what was used', () => {
 });
 
 describe('a give-back and the denial caches', () => {
+  it("a whole-token give-back that rounds to applied 0 still drops the other replicas' denials", async () => {
+    const a = await limiter();
+    const b = await limiter();
+    const policy = tokenBucket({ capacity: 1, refillTokens: 1, refillIntervalMs: 30_000 });
+    const scope = { tenant: randomTenant(), route };
+    const r = await a.reserve(scope, policy);
+    assert.equal((await b.take(scope, policy)).allowed, false);
+    assert.equal((await b.take(scope, policy)).allowed, false, 'cached by b');
+    assert.equal((await r.cancel()).applied, 0, 'rounded toward 0: the case at hand');
+    // b keeps answering from its cache (its epoch reads stay fresh) until the epoch changes.
+    let admitted = false;
+    for (let i = 0; i < 24 && !admitted; i++) {
+      admitted = (await b.take(scope, policy)).allowed;
+      if (!admitted) await sleep(50);
+    }
+    assert.equal(admitted, true, 'the token is back for b too, within the epoch bound');
+  });
+
   it('a cancel ends the cached denial here at once, and on another limiter within the epoch bound', async () => {
     const a = await limiter();
     const b = await limiter();
@@ -185,6 +203,44 @@ describe('only into the window (or bucket state) it was taken from', () => {
       assert.equal((await l.peek(scope, policy)).remaining, taken.remaining);
     });
   }
+
+  const fresh: [string, Policy][] = [
+    ['fixed window', fixedWindow({ limit: 10, windowMs: 60_000 })],
+    ['sliding window counter', slidingWindowCounter({ limit: 10, windowMs: 60_000 })],
+    ['token bucket', tokenBucket({ capacity: 10, refillIntervalMs: 60_000 })],
+    ['GCRA', gcra({ limit: 10, periodMs: 60_000 })],
+  ];
+  for (const [name, policy] of fresh) {
+    it(`${name}: a settle or cancel after a reset moves nothing into the fresh state (Redis and its twin)`, async () => {
+      for (const l of [await limiter(), new RateLimiter({ store: new MemoryStore() })]) {
+        const scope = { tenant: randomTenant(), route };
+        const r = await l.reserve(scope, policy, { cost: 5 });
+        const s = await l.reserve(scope, policy, { cost: 2 });
+        await l.reset(scope, policy);
+        assert.equal((await l.take(scope, policy, { cost: 10 })).allowed, true);
+        assert.equal((await r.cancel()).applied, 0, 'nothing given back into the fresh state');
+        assert.equal((await s.settle(0)).applied, 0);
+        assert.equal((await l.peek(scope, policy)).remaining, 0);
+        // Reserved after the reset: its own generation, given back as usual.
+        await l.reset(scope, policy);
+        const t = await l.reserve(scope, policy, { cost: 4 });
+        assert.equal((await t.cancel()).applied !== 0, true, 'a reservation of this state');
+      }
+    });
+  }
+
+  it('fixed window: a reset and a take in the same millisecond never take a cancel', async () => {
+    const l = await limiter();
+    const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
+    let leaked = 0;
+    for (let i = 0; i < 60; i++) {
+      const scope = { tenant: randomTenant(), route };
+      const r = await l.reserve(scope, policy, { cost: 3 });
+      await Promise.all([l.reset(scope, policy), l.take(scope, policy, { cost: 3 })]);
+      if ((await r.cancel()).applied !== 0) leaked++;
+    }
+    assert.equal(leaked, 0);
+  });
 
   it('within its window, a cancel gives it all back', async () => {
     const l = await limiter();

@@ -197,3 +197,29 @@ describe('retry-safe takes and the local denial cache', () => {
     assert.deepEqual(again, { ...first, replayed: true });
   });
 });
+
+describe('claimServe: an admission with an id goes to its work once', () => {
+  it('the first claim wins, every later one is refused; Redis and its twin agree', async () => {
+    const admin = await redis.admin();
+    for (const limiter of [
+      new RateLimiter({ client: await redis.client() }),
+      new RateLimiter({ store: new MemoryStore() }),
+    ]) {
+      const scope = { tenant: randomTenant(), route };
+      const items = [{ scope, policy }];
+      assert.equal((await limiter.take(scope, policy, { id: 'op-9' })).allowed, true);
+      const claims = await Promise.all([0, 1, 2].map(() => limiter.claimServe(items, 'op-9')));
+      assert.deepEqual(claims.sort(), [false, false, true]);
+      assert.equal(await limiter.claimServe(items, 'op-9'), false);
+      assert.equal(await limiter.claimServe(items, 'op-10'), true, 'another id');
+      const other = [{ scope: { ...scope, route: 'other' }, policy }];
+      assert.equal(await limiter.claimServe(other, 'op-9'), true, 'another scope');
+      await assert.rejects(limiter.claimServe(items, ''), InvalidInputError);
+    }
+    const keys = (await admin.client.keys('*:c')).filter((k) => k.includes(':id:'));
+    for (const key of keys.slice(0, 5)) {
+      const ttl = await admin.client.pTTL(key);
+      assert.ok(ttl > 0 && ttl <= policy.horizonMs, `claim TTL ${ttl} within the horizon`);
+    }
+  });
+});

@@ -164,6 +164,7 @@ describe('what users see', () => {
       'fail-open-limited': 0,
       unidentified: 0,
       skipped: 0,
+      duplicate: 0,
     });
   });
 

@@ -4,10 +4,11 @@
 -- of the operation. The record item has batch id 0 and one argument: its TTL in ms.
 --   k  reserve: a take of `units`; an admitted one also records its mark (the window or
 --      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots.
---      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,settled[,applied,left]".
+--      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,gen,settled[,applied,left]",
+--      gen the scope's generation (see generation below).
 --   s  settle a reservation with `units` actual: moves `units − cost` into the state it was
---      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation or a
---      refused one changes nothing.
+--      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation, a
+--      refused one, or one of another generation (the scope was reset since) changes nothing.
 --   f  refund `units` into the current state; g  charge `units` past the limit.
 --   m  reserve all (reserveAll): pairs of a scope item and its record, all or nothing as a
 --      takeAll: every scope decided dry first; only when all are admitted is each reserved
@@ -44,6 +45,25 @@ end
 
 local SETTLE = {}
 --[[SETTLE]]--
+
+-- The scope's generation, in `<key>:g`: a reserve (`ttl` given) creates it, as the µs time
+-- now, and keeps it for its record's TTL, so that it outlives every reservation of the scope;
+-- a reset (batch.lua, op r) replaces it by a value above every earlier one. A settle of a
+-- reservation of another generation moves nothing. 0 when absent (or not a number).
+local function generation(i, ttl)
+  local gkey = KEYS[i] .. ':g'
+  local g = tonumber(redis.call('GET', gkey) or '0') or 0
+  if ttl then
+    if g == 0 then
+      local t = redis.call('TIME')
+      g = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      redis.call('SET', gkey, string.format('%d', g), 'PX', ttl)
+    else
+      redis.call('PEXPIRE', gkey, ttl)
+    end
+  end
+  return g
+end
 
 local function record_get(k)
   return redis.call('GET', k)
@@ -84,24 +104,30 @@ local function priced_request(op, i, id, base, units, record, ttl)
   end
   if op == 'k' then
     local rec = record_numbers(record)
-    if rec and #rec >= 7 then return { rec[1], rec[2], rec[3], rec[4] }, 1 end
+    if rec and #rec >= 8 then return { rec[1], rec[2], rec[3], rec[4] }, 1 end
     local ok, r = decide(i, id, base, false, false)
     if not ok then error(r) end
-    local mark = 0
-    if r[1] == 1 then mark = adjust(i, base, nil, nil, units) end
-    record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, 0 }), ttl)
+    local mark, gen = 0, 0
+    if r[1] == 1 then
+      mark = adjust(i, base, nil, nil, units)
+      gen = generation(i, ttl)
+    end
+    record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, gen, 0 }), ttl)
     return r, 0
   end
   if op == 's' then
     local rec = record_numbers(record)
-    if not rec or #rec < 7 then return { 0, 0, 0, 0 }, 0 end
-    if rec[7] == 1 and #rec == 9 then return { 1, rec[8], rec[9], 0 }, 1 end
+    if not rec or #rec < 8 then return { 0, 0, 0, 0 }, 0 end
+    if rec[8] == 1 and #rec == 10 then return { 1, rec[9], rec[10], 0 }, 1 end
     local applied, left = 0, rec[2]
-    if rec[1] == 1 then
+    if rec[1] == 1 and generation(i, nil) == rec[7] then
       local r = adjust(i, base, units - rec[5], rec[6], rec[5])
       applied, left = r[1], r[2]
     end
-    record_set(record, record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], 1, applied, left }))
+    record_set(
+      record,
+      record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], rec[7], 1, applied, left })
+    )
     return { 1, applied, left, 0 }, 0
   end
   if record then
@@ -124,7 +150,7 @@ local function reserve_all_request(m, first, ids, bases, units, records, ttls)
       error({ err = 'ERR reserve, settle, refund and charge do not support this algorithm' })
     end
     local rec = record_numbers(records[j])
-    if rec and #rec >= 7 then
+    if rec and #rec >= 8 then
       slots[j], any = { rec[1], rec[2], rec[3], rec[4] }, true
     end
   end
@@ -140,12 +166,13 @@ local function reserve_all_request(m, first, ids, bases, units, records, ttls)
     if r[1] ~= 1 then all = false end
   end
   for j = 1, m do
-    local i, r, mark = first + 2 * j - 2, dry[j], 0
+    local i, r, mark, gen = first + 2 * j - 2, dry[j], 0, 0
     if all then
       local ok
       ok, r = decide(i, ids[j], bases[j], false, false)
       if not ok then error(r) end
       mark = SETTLE[ids[j]](i, bases[j], nil, nil, units[j])
+      gen = generation(i, ttls[j])
     else
       local ok, probed = decide(i, ids[j], bases[j], false, true)
       if not ok then probed = { 0, 0, 0, 0 } end
@@ -156,7 +183,11 @@ local function reserve_all_request(m, first, ids, bases, units, records, ttls)
         r = { 0, r[2], r[3], r[4] }
       end
     end
-    record_set(records[j], record_text({ r[1], r[2], r[3], r[4], units[j], mark, 0 }), ttls[j])
+    record_set(
+      records[j],
+      record_text({ r[1], r[2], r[3], r[4], units[j], mark, gen, 0 }),
+      ttls[j]
+    )
     slots[j] = r
   end
   return slots, 0

@@ -7,7 +7,12 @@
 import { observe } from '../../observer.js';
 import { refused } from '../../refused.js';
 import type { Decision } from '../../types.js';
-import { type HeaderOptions, type QuotaReport, rateLimitHeaderList } from '../core.js';
+import {
+  duplicateResponse,
+  type HeaderOptions,
+  type QuotaReport,
+  rateLimitHeaderList,
+} from '../core.js';
 import type { ResolvedLimit } from '../limits.js';
 import type { GuardConfig } from './options.js';
 import { limitedRefusal, unavailableRefusal, unidentifiedRefusal } from './refusals.js';
@@ -25,6 +30,7 @@ export const noCounts = (): OutcomeCounts => ({
   'fail-open-limited': 0,
   unidentified: 0,
   skipped: 0,
+  duplicate: 0,
 });
 
 /**
@@ -54,6 +60,20 @@ export function record<Req>(
   }
   // A broken observer must not change the answer (the quota is already spent).
   if (onOutcome !== undefined) observe('onOutcome', () => onOutcome(event));
+}
+
+/**
+ * A repeat of a retry id whose first admission already went to a handler (`retryId`): `409`,
+ * the handler must not run again (see `serve-claim.ts`).
+ */
+export function duplicate<Req>(
+  config: GuardConfig<Req>,
+  counts: OutcomeCounts,
+  route: string,
+  policies: readonly string[],
+): GuardVerdict {
+  record(config, counts, { outcome: 'duplicate', route, policy: policies[0] ?? '', policies });
+  return { pass: false, response: duplicateResponse() };
 }
 
 /** A request without a verified tenant or user: `401`, also in shadow mode. */

@@ -16,7 +16,15 @@ import type { Decision, Lease, TakeAllItem } from '../../types.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits, scopeOf } from '../limits.js';
 import { holdingLeases } from './leases.js';
 import type { GuardConfig } from './options.js';
-import { decided, failed, type OutcomeCounts, PASS, record, unidentified } from './outcome.js';
+import {
+  decided,
+  duplicate,
+  failed,
+  type OutcomeCounts,
+  PASS,
+  record,
+  unidentified,
+} from './outcome.js';
 import { reserveAll, settleOnce } from './settle.js';
 import type { GuardVerdict } from './types.js';
 
@@ -68,6 +76,8 @@ export function requestSteps<Req>(
     let cached = false;
     let leases: readonly Lease[] | undefined;
     let reserved: readonly Reservation[] | undefined;
+    // The id the limiter call carries (none on a lease's acquire or a takeAll with leases).
+    let claimId = id;
     try {
       if (limits.length === 1 && isConcurrency((limits[0] as ResolvedLimit).policy)) {
         const only = limits[0] as ResolvedLimit;
@@ -85,6 +95,7 @@ export function requestSteps<Req>(
         );
         decisions = [lease];
         if (lease.allowed) leases = [lease];
+        claimId = undefined;
       } else if (config.settle !== undefined) {
         // Priced at the end: reserved now, settled when the response ends (settle.ts).
         ({ decisions, reservations: reserved } = await reserveAll(
@@ -113,6 +124,7 @@ export function requestSteps<Req>(
       } else {
         // A takeAll holding leases takes no id: its leases get fresh ids on every call.
         const takeId = limits.some((limit) => isConcurrency(limit.policy)) ? undefined : id;
+        claimId = takeId;
         const result = await limiter.takeAll(
           takeAllItems(limits, tenant, route, user, cost),
           requestId === undefined && takeId === undefined ? undefined : { requestId, id: takeId },
@@ -120,6 +132,16 @@ export function requestSteps<Req>(
         decisions = result.decisions;
         cached = result.cached;
         leases = result.leases;
+      }
+      // A retry-safe admission runs the handler once: a repeat of its id (a replay, or a
+      // concurrent copy) is refused once the id was claimed (serve-claim.ts).
+      if (
+        claimId !== undefined &&
+        !config.shadow &&
+        decisions.every((decision) => decision.allowed) &&
+        !(await limiter.claimServe(takeAllItems(limits, tenant, route, user, cost), claimId))
+      ) {
+        return duplicate(config, counts, route, names);
       }
     } catch (error) {
       // Bad input is a programming error and a refused configuration (a wrong password, a
@@ -227,7 +249,14 @@ function retryIdOf<Req>(
   req: Req,
 ): string | undefined {
   if (retryId === undefined) return undefined;
-  const id: unknown = retryId(req);
+  let id: unknown;
+  try {
+    id = retryId(req);
+  } catch {
+    return undefined; // a throwing option is no key, never a failed request
+  }
+  // A promise is no key (retryId is synchronous); its rejection must not go unhandled.
+  if (id instanceof Promise) id.catch(() => {});
   return typeof id === 'string' && id.length > 0 && id.length <= 128 ? id : undefined;
 }
 

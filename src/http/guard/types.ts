@@ -9,7 +9,7 @@ import type { HttpOutcome, Metrics } from '../../metrics/types.js';
 import type { Decision } from '../../types.js';
 import type { FailureMode, HeaderOptions, HttpResponseSpec } from '../core.js';
 import type { LimitsOption } from '../limits.js';
-import type { SettledResponse, SettleOption } from './settle.js';
+import type { SettleOption, VerdictSettle } from './settle.js';
 
 export type { HttpOutcome };
 
@@ -188,9 +188,11 @@ export interface GuardOptions<Req> {
   readonly wwwAuthenticate?: string;
   /**
    * Costs known when the response ends: the guard reserves the route's cost on every limit
-   * before the handler and, once the response finishes or the connection closes, settles
-   * each with this function's answer — the actual cost, a non-negative safe integer (0
-   * gives all back). For a login route that counts only failures: `settle: (req, res) =>
+   * before the handler and, once the handler ends its response, settles each with this
+   * function's answer — the actual cost, a non-negative safe integer (0 gives all back). Its
+   * third argument says `{ aborted }`: whether the client disconnected before the response
+   * was sent in full (the status is still the handler's). A response never ended after its
+   * connection closed is never settled: the reservation stays consumed. For a login route that counts only failures: `settle: (req, res) =>
    * (res.statusCode < 400 ? 0 : 1)`, exact under concurrency (at most the limit of attempts
    * in flight or failed). A throw or a bad answer leaves the cost consumed. Stacked limits
    * are reserved all or nothing in one atomic call (`limiter.reserveAll`) and each settled.
@@ -201,8 +203,11 @@ export interface GuardOptions<Req> {
    * The request's idempotency key, e.g. `(req) => req.headers['idempotency-key']`: makes the
    * guard's take (or takeAll, or reserve) retry-safe — a retried request with the same key
    * within the policies' horizon replays the first decision and consumes nothing (see
-   * `TakeOptions.id`). Off by default. An answer that is not a string of 1–128 characters is
-   * no key (never a failure). Only for keys a client cannot use to replay another tenant's
+   * `TakeOptions.id`), and the handler runs once per key: a request with a key that was
+   * already admitted and handed to the handler (`RateLimiter.claimServe`) is answered `409`
+   * (outcome `duplicate`), whether that first request is still running or done; no response
+   * is stored. Off by default. An answer that is not a string of 1–128 characters (a promise
+   * too: this function is synchronous), or a throw, is no key (never a failure). Only for keys a client cannot use to replay another tenant's
    * decision: the key is scoped to the tenant, route and user the guard identified.
    */
   readonly retryId?: (req: Req) => string | undefined;
@@ -237,8 +242,8 @@ export type RouteLimitSettings<Req> = Pick<GuardOptions<Req>, 'policy'> &
 export type GuardVerdict =
   /**
    * Run the handler; add `headers` to its response (the shadow header, when set). With the
-   * `settle` option, call `settle(res)` once when the response finishes or the connection
-   * closes (every adapter does).
+   * `settle` option, call `settle(res, { aborted })` once when the handler ended the response
+   * (every adapter does; never on a connection close alone: the status is not final then).
    */
   | {
       readonly pass: true;
@@ -255,7 +260,7 @@ export type GuardVerdict =
        * closes before the response ended (the handler may still be running).
        */
       readonly abandon?: () => void;
-      readonly settle?: (res: SettledResponse) => Promise<void>;
+      readonly settle?: VerdictSettle;
     }
   /** Answer `response` now; the handler must not run. */
   | { readonly pass: false; readonly response: HttpResponseSpec };
