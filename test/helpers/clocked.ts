@@ -196,6 +196,30 @@ export function clockedBatch(): LuaScript {
     "  redis.call('SET', k, level, 'PX', ttl)\n",
     '  vsetpx(k, level, ttl)\n',
   );
+  // The scope's generation (settle/priced.lua), on the test clock: its key expires with the
+  // records it outlives, virtually (a real TTL of a few ms would end it mid-test).
+  source = replaceOnce(
+    source,
+    [
+      "  local g = tonumber(redis.call('GET', gkey) or '0') or 0",
+      '  if ttl then',
+      '    if g == 0 then',
+      "      local t = redis.call('TIME')",
+      '      g = tonumber(t[1]) * 1000000 + tonumber(t[2])',
+      "      redis.call('SET', gkey, string.format('%d', g), 'PX', ttl)",
+      '    else',
+      "      redis.call('PEXPIRE', gkey, ttl)",
+      '    end',
+      '  end',
+    ].join('\n'),
+    [
+      "  local g = tonumber(vget(gkey) or '0') or 0",
+      '  if ttl then',
+      `    if g == 0 then g = tonumber(redis.call('GET', '${CLOCK_KEY}')) end`,
+      "    vsetpx(gkey, string.format('%d', g), ttl)",
+      '  end',
+    ].join('\n'),
+  );
   // The records of reserve, settle, refund and charge (settle/priced.lua), on the test clock.
   source = replaceOnce(
     source,
