@@ -49,8 +49,8 @@ export type VerdictSettle = (res: SettledResponse, info?: SettleInfo) => Promise
 /**
  * Reserves `cost` on every limit, all or nothing, in one atomic script call
  * (`limiter.reserveAll`): a refused request consumes nothing on any limit, so it never
- * refuses a concurrent request with units it then gives back. `id` is the reservation's,
- * a fresh random one per request (see {@link cancelUnknown}).
+ * refuses a concurrent request with units it then gives back. `id` is the reservation's:
+ * the request's retry key, else a fresh random one (see {@link cancelUnknown}).
  */
 export async function reserveAll(
   limiter: RateLimiter,
@@ -91,13 +91,6 @@ export function cancelUnknown(limiter: RateLimiter, items: readonly TakeAllItem[
     }
   };
   for (const item of items) void cancel(item);
-}
-
-/** Gives back reservations a request will not use (it is answered without its handler). */
-export function cancelAll(reservations: readonly Reservation[]): void {
-  for (const reservation of reservations) {
-    if (reservation.allowed) reservation.cancel().catch(() => {});
-  }
 }
 
 /**

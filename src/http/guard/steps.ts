@@ -26,7 +26,7 @@ import {
   record,
   unidentified,
 } from './outcome.js';
-import { cancelAll, cancelUnknown, reserveAll, settleOnce } from './settle.js';
+import { cancelUnknown, reserveAll, settleOnce } from './settle.js';
 import type { GuardVerdict } from './types.js';
 
 /** The guard's function: each request's verdict, recorded on `counts`. */
@@ -99,16 +99,16 @@ export function requestSteps<Req>(
         if (lease.allowed) leases = [lease];
         claimId = undefined;
       } else if (config.settle !== undefined) {
-        // Priced at the end: reserved now, settled when the response ends (settle.ts). The
-        // reservation's id is a fresh one (a retry of the request reserves afresh: the
-        // first try's reservation was cancelled, or used): a reply lost to a timeout is
-        // cancelled by it, so nothing stays consumed for a request that never ran.
-        reserveId = randomUUID();
+        // Priced at the end: reserved now, settled when the response ends (settle.ts). Under
+        // the retry key when there is one (a retry, or a concurrent copy, replays the
+        // reservation: counted once, its handler run once); else under a fresh random id,
+        // by which a reserve whose reply was lost to a timeout is cancelled below.
+        if (id === undefined) reserveId = randomUUID();
         ({ decisions, reservations: reserved } = await reserveAll(
           limiter,
           takeAllItems(limits, tenant, route, user, cost),
           requestId,
-          reserveId,
+          reserveId ?? (id as string),
         ));
       } else if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
@@ -143,18 +143,17 @@ export function requestSteps<Req>(
         decisions.every((decision) => decision.allowed) &&
         !(await limiter.claimServe(takeAllItems(limits, tenant, route, user, cost), claimId))
       ) {
-        if (reserved !== undefined) cancelAll(reserved); // its handler never runs
         return duplicate(config, counts, route, names);
       }
     } catch (error) {
-      if (reserved !== undefined) {
-        cancelAll(reserved); // reserved, then the claim failed: the handler never runs
-      } else if (
+      if (
         reserveId !== undefined &&
+        reserved === undefined &&
         (isSluiceError(error, 'SLUICE_TIMEOUT') || isSluiceError(error, 'SLUICE_UNAVAILABLE'))
       ) {
-        // The reserve's outcome is unknown: cancel it by its id (a tombstone if it has
-        // not arrived yet), so it never stays consumed.
+        // The reserve's outcome is unknown: cancel it by its id (a tombstone if it has not
+        // arrived yet), so it never stays consumed for a request that never ran. (Under a
+        // retry key, the client's retry replays it instead.)
         cancelUnknown(limiter, takeAllItems(limits, tenant, route, user, cost), reserveId);
       }
       // The retry key was used for another request (other limits or cost): a duplicate key.
