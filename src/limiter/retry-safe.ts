@@ -1,10 +1,14 @@
 /**
  * Retry-safe takes: a take (or takeAll) with an `id` counts at most once, however often it is
- * sent. The first call with an id is decided as any take, and its reply slots are recorded
- * in the same script call, under a key of the tenant's hash tag derived from the id and every
- * item's key (so the same id under another scope or policy is another operation); a repeat
- * within the policies' horizon gets the recorded slots back, marked `replayed`, and consumes
- * nothing (see op `i` in `batch.lua`). A take that timed out can be sent again with its id.
+ * sent. The first call with an id is decided as any take and, when admitted, its reply slots
+ * are recorded in the same script call, with the digest of what was asked (every item's key
+ * and cost, in order), under a key of the tenant's hash tag derived from the id alone; a
+ * repeat of the same request within the policies' horizon gets the recorded slots back,
+ * marked `replayed`, and consumes nothing (see op `i` in `batch.lua`). A take that timed out
+ * can be sent again with its id. The id reused for another request (other items, order,
+ * costs or policies) finds another digest: refused with an `InvalidInputError` (field `id`),
+ * nothing done. A refusal is not recorded: it consumed nothing, so its repeat is decided
+ * afresh, and refusals at any rate write nothing that lives a horizon.
  *
  * The record lives as long as the longest horizon of the call's policies: after that, the
  * state the first decision consumed cannot matter any more, so a repeat decided afresh

@@ -1,24 +1,34 @@
 -- Priced operations of the batch script (inserted into batch.lua; see settle/registry.ts and
 -- limiter/priced.ts). Each request is one scope item, then its record item (optional for
 -- a charge without an id). The scope item's ARGV are its policy's, then one more: the units
--- of the operation. The record item has batch id 0 and one argument: its TTL in ms.
---   k  reserve: a take of `units`; an admitted one also records its mark (the window or
---      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots.
---      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,gen,settled[,applied,left]",
---      gen the scope's generation (see generation below).
+-- of the operation. The record item has batch id 0 and its arguments: its TTL in ms, then
+-- (but for a settle) the request's ask, a 48-bit digest of what was asked (every item's key
+-- and cost, in order; see limiter/retry-safe.ts). A record found with another ask is another
+-- request's: nothing is done, and the record item replies 2 (an InvalidInputError, field id).
+--   k  reserve: a take of `units`; an admitted one is recorded with its mark (the window or
+--      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots. A
+--      refused one records nothing (it consumed nothing: a repeat is decided afresh).
+--      The record: "1,remaining,resetMs,0,cost,mark,gen,ask,settled[,applied,left]", gen the
+--      scope's generation (see generation below); "-1", a tombstone (see s): the reserve is
+--      refused, takes nothing, and is answered as replayed.
 --   s  settle a reservation with `units` actual: moves `units − cost` into the state it was
---      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation, a
---      refused one, or one of another generation (the scope was reset since) changes nothing.
---   f  refund `units` into the current state; g  charge `units` past the limit.
+--      taken from, once (a cancel is a settle of 0). An unknown reservation (never made,
+--      refused, expired, or untrusted: see reservation below) changes nothing (known 0); a
+--      cancel of one leaves a tombstone for the TTL, so its reserve, arriving after it (its
+--      reply timed out), takes nothing. One of another generation (the scope was reset since)
+--      moves nothing.
+--   f  refund `units` into the current state; g  charge `units` past the limit. Their record:
+--      "applied,left,ask".
 --   m  reserve all (reserveAll): pairs of a scope item and its record, all or nothing as a
 --      takeAll: every scope decided dry first; only when all are admitted is each reserved
 --      (taken, its mark recorded), else none is and each reports the state as a refused
---      takeAll's item does (probes repair). Every record is written, refused or not (so a
---      repeat replays the refusal and its settle does nothing); a repeat that finds any record
---      replays them all (an item whose record is gone, by a hand edit: { 0, 0, 0, 0 }).
+--      takeAll's item does (probes repair), and nothing is recorded. A repeat that finds any
+--      record replays them all (an item whose record is gone, by a hand edit: { 0, 0, 0, 0 });
+--      one that finds a tombstone is refused, nothing taken.
 -- The reply of s, f and g: { known (0: no such reservation), applied (signed units moved),
--- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
--- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
+-- remaining (as a peek reports it right after: read now, a replay's too), 0 } (the first
+-- slot is never -1, the batch's mark of a failed request). The record item's reply: { 1 when
+-- replayed, 2 when the id was another request's, else 0, 0, 0, 0 }.
 
 local PRICED = { k = true, s = true, f = true, g = true, m = true }
 
