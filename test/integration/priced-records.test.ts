@@ -63,7 +63,7 @@ describe('a cancel after an unknown outcome leaves nothing consumed', () => {
 
   it('library: a cancel that comes first leaves a tombstone; the late reserve takes nothing', async () => {
     for (const l of [
-      new RateLimiter({ client: await redis.client() }),
+      new RateLimiter({ client: await redis.client(), timeoutMs: 5_000 }),
       new RateLimiter({ store: new MemoryStore() }),
     ]) {
       const policy = tokenBucket({ capacity: 10, refillTokens: 1, refillIntervalMs: 60_000 });
@@ -133,7 +133,11 @@ describe('records this library could not have written are unknown', () => {
   for (const policy of policies) {
     it(`${policy.algorithm}: settle, cancel and a repeated reserve over bad records move nothing; every key's TTL within the horizon`, async () => {
       const admin = await redis.admin();
-      const l = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const l = new RateLimiter({
+        client: await redis.client(),
+        denialCache: false,
+        timeoutMs: 5_000,
+      });
       const scope = { tenant: randomTenant(), route };
       const key = l.keyOf(scope, policy);
       // A genuine reservation, to edit.
@@ -200,7 +204,11 @@ describe('records this library could not have written are unknown', () => {
 
   it('a take record of a bad shape is decided afresh; its TTL within the horizon', async () => {
     const admin = await redis.admin();
-    const l = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const l = new RateLimiter({
+      client: await redis.client(),
+      denialCache: false,
+      timeoutMs: 5_000,
+    });
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
     const recordKey = `rate:${tenantTag(scope.tenant)}:id:${digest(['t'])}`;
@@ -239,7 +247,7 @@ describe('a settlement reports the remaining a peek reports right after', () => 
     it(`${backend}: settle, overrun, replay, unknown id, after a reset, refund and charge, on every policy`, async () => {
       const l =
         backend === 'redis'
-          ? new RateLimiter({ client: await redis.client(), denialCache: false })
+          ? new RateLimiter({ client: await redis.client(), denialCache: false, timeoutMs: 5_000 })
           : new RateLimiter({ store: new MemoryStore(), denialCache: false });
       for (const policy of slow) {
         const scope = { tenant: randomTenant(), route };
@@ -271,7 +279,7 @@ describe('a settlement reports the remaining a peek reports right after', () => 
 
   it('after the window or bucket state ended', async () => {
     for (const l of [
-      new RateLimiter({ client: await redis.client(), denialCache: false }),
+      new RateLimiter({ client: await redis.client(), denialCache: false, timeoutMs: 5_000 }),
       new RateLimiter({ store: new MemoryStore(), denialCache: false }),
     ]) {
       const reservations = [];
