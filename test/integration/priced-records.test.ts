@@ -123,6 +123,32 @@ describe('a cancel after an unknown outcome leaves nothing consumed', () => {
   });
 });
 
+describe('the guard and a retry key reused for a different request', () => {
+  it('answers it as a duplicate (409), changing nothing', async () => {
+    const l = new RateLimiter({ client: await redis.client(), timeoutMs: 5_000 });
+    const policy = fixedWindow({ limit: 10, windowMs: 60_000, name: 'reused-key' });
+    const limit = fetchRateLimit({
+      limiter: l,
+      policy,
+      route: 'POST/orders',
+      identify: (request) => request.headers.get('x-tenant') ?? undefined,
+      cost: (request) => Number(request.headers.get('x-cost') ?? '1'),
+      retryId: (request) => request.headers.get('idempotency-key') ?? undefined,
+    });
+    const tenant = randomTenant();
+    const order = (cost: number) =>
+      new Request('http://x/orders', {
+        method: 'POST',
+        headers: { 'x-tenant': tenant, 'x-cost': String(cost), 'idempotency-key': 'k-1' },
+      });
+    assert.equal((await limit.check(order(2))).pass, true);
+    const reused = await limit.check(order(3));
+    assert.equal(reused.pass, false);
+    if (!reused.pass) assert.equal(reused.response.status, 409);
+    assert.equal((await l.peek({ tenant, route: 'POST/orders' }, policy)).remaining, 8);
+  });
+});
+
 describe('records this library could not have written are unknown', () => {
   const policies: Policy[] = [
     fixedWindow({ limit: 5, windowMs: 60_000, name: 'bad-fw' }),
