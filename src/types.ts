@@ -79,14 +79,18 @@ export interface TakeOptions {
   readonly requestId?: string;
   /**
    * An idempotency key chosen by the caller, 1–128 characters, that makes the take
-   * retry-safe: the first take with this id, scope and policy is decided as usual and its
-   * answer recorded in the same script call; a repeat within the policy's horizon
-   * (`Policy.horizonMs`) returns that answer (`allowed`, `remaining`, `resetMs`,
-   * `retryAfterMs` as first decided, `replayed: true`) and consumes nothing. So a take that
-   * failed with a `TimeoutError` (it may have been counted) can be sent again with its id
-   * and counts at most once. Use a fresh id per operation (a request id, a UUID). A take
-   * with an id is never answered from the local denial cache. Costs a record key per id
-   * (its length about 100 bytes) for the horizon, and a GET and SET in the script. Not on
+   * retry-safe: the first take with this id is decided as usual and, when admitted, its
+   * answer recorded in the same script call; a repeat of the same request (the same scope,
+   * policy and cost) within the policy's horizon (`Policy.horizonMs`) returns that answer
+   * (`allowed`, `remaining`, `resetMs`, `retryAfterMs` as first decided, `replayed: true`)
+   * and consumes nothing. So a take that failed with a `TimeoutError` (it may have been
+   * counted) can be sent again with its id and counts at most once. A refused take is not
+   * recorded (it consumed nothing): its repeat is decided afresh. An id names one request
+   * of its tenant: reused within the horizon for another one (another scope, policy or
+   * cost, or a `takeAll`) it is refused with an `InvalidInputError` (field `id`) and
+   * nothing changes. Use a fresh id per operation (a request id, a UUID). A take with an id
+   * is never answered from the local denial cache. Costs a record key per admitted id (its
+   * length about 100 bytes) for the horizon, and a GET and SET in the script. Not on
    * `peek` (an `InvalidInputError`).
    */
   readonly id?: string;
@@ -98,8 +102,10 @@ export interface TakeAllOptions {
   readonly requestId?: string;
   /**
    * As in {@link TakeOptions.id}, for the whole call: a repeat with this id and the same
-   * items (scopes and policies, in order) within the longest of their policies' horizons
-   * returns the recorded result (`replayed: true`) and consumes nothing.
+   * items (scopes, policies and costs, in order) within the longest of their policies'
+   * horizons returns the recorded admission (`replayed: true`) and consumes nothing; the id
+   * with other items, another order or other costs is an `InvalidInputError` (field `id`),
+   * nothing changed; a refused call is not recorded (its repeat is decided afresh).
    */
   readonly id?: string;
 }

@@ -18,10 +18,13 @@
 --   r  reset: UNLINK of the item's key (its reply: 1 when the key existed, else 0; a large
 --      value is freed off Redis's main thread).
 --   i  a take with an id (retry-safe): a take (t) of every item but the last; the last item is
---      the id's record (batch id 0, one argument: its TTL in ms, the policies' horizon). When
---      the record holds the request's slots, they are replayed as recorded and nothing is
---      taken; else the take is decided and its slots recorded, in this same call. The
---      record's own reply: { 1 when replayed else 0, 0, 0, 0 }.
+--      the id's record (batch id 0, two arguments: its TTL in ms, the policies' horizon, and
+--      the request's ask, a digest of its items' keys and costs). When the record holds the
+--      request's slots, they are replayed as recorded and nothing is taken; when it holds
+--      another request's (another ask), nothing is done; else the take is decided and, if
+--      admitted, its slots recorded, in this same call (a refusal is not recorded). The
+--      record's own reply: { 1 when replayed, 2 when the id was another request's, else 0,
+--      0, 0, 0 }.
 --   k, s, f, g, m  reserve, settle, refund, charge, reserve all (see settle/priced.lua).
 --   w, y  prefetch grant and give-back (see settle/prefetch.lua, inserted below).
 --
@@ -62,22 +65,41 @@ local function failed(n, reply)
   for _ = 1, n do emit(-1, #errors, 0, 0) end
 end
 
--- The recorded slots of a take with an id (op i): a table of 4n integers, false when there is
--- no record of n items (a hand edit counts as none: decided afresh), or { err } on an error.
-local function recorded(key, n)
+-- The recorded slots of a take with an id (op i): a table of 4n integers when the record
+-- holds an admission of this very request (its last number, `ask`, the digest of what was
+-- asked: every item's key and cost, in order), 'mismatch' when it holds an admission of
+-- another request under this id, false when there is none. A record of another shape (a
+-- hand edit, a key of another type) is untrusted: it is removed and counts as none (decided
+-- afresh; so is one without a TTL). Only admissions are recorded (a refusal consumed nothing: its repeat is decided
+-- afresh), so every recorded item is { 1, remaining >= 0, resetMs >= 0, 0 }.
+local function recorded(key, n, ask)
   local ok, stored = pcall(redis.call, 'GET', key)
-  if not ok then
-    if type(stored) == 'table' and stored.err then return stored end
-    return { err = tostring(stored) }
-  end
-  if not stored then return false end
+  if ok and not stored then return false end
   local slots = {}
-  for v in string.gmatch(stored, '[^,]+') do slots[#slots + 1] = tonumber(v) end
-  if #slots ~= 4 * n then return false end
-  for j = 1, #slots do
-    if not slots[j] then return false end
+  if ok and redis.call('PTTL', key) < 0 then slots = nil end -- a record always has a TTL
+  if slots and ok then
+    for v in string.gmatch(stored, '[^,]+') do
+      local x = tonumber(v)
+      if not x or x ~= math.floor(x) or x < 0 then
+        slots = nil
+        break
+      end
+      slots[#slots + 1] = x
+    end
   end
-  return slots
+  local m = slots and (#slots - 1) / 4
+  if slots and m >= 1 and m == math.floor(m) then
+    for j = 1, 4 * m, 4 do
+      if slots[j] ~= 1 or slots[j + 3] ~= 0 then
+        m = nil
+        break
+      end
+    end
+    if m and m == n and slots[#slots] == tonumber(ask) then return slots end
+    if m then return 'mismatch' end
+  end
+  redis.call('DEL', key)
+  return false
 end
 
 --[[PRICED]]--
@@ -99,7 +121,7 @@ while a <= argc do
     for _ = 2, n do r = r + 2 + tonumber(ARGV[r + 1]) end
     record, ttl = KEYS[k], ARGV[r + 2]
     n, op = n - 1, 't'
-    replay = recorded(record, n)
+    replay = recorded(record, n, ARGV[r + 3])
   end
   local start = o
 
@@ -109,8 +131,8 @@ while a <= argc do
     a = prefetch(op, n, first, a)
   elseif replay then
     for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end
-    if replay.err then
-      failed(n, replay)
+    if replay == 'mismatch' then
+      for _ = 1, n do emit(0, 0, 0, 0) end
     else
       for j = 1, 4 * n, 4 do emit(replay[j], replay[j + 1], replay[j + 2], replay[j + 3]) end
     end
@@ -207,15 +229,20 @@ while a <= argc do
     end
   end
   if record then
-    a = a + 3 -- the record item: batch id 0, one argument
-    if replay and replay.err then
-      emit(-1, #errors, 0, 0)
+    a = a + 2 + tonumber(ARGV[a + 1]) -- the record item: batch id 0, its TTL and ask
+    if replay == 'mismatch' then
+      emit(2, 0, 0, 0) -- the id was used for another request: nothing done
     elseif replay then
       emit(1, 0, 0, 0)
     else
-      if out[start] ~= -1 then
+      local admitted = out[start] ~= -1
+      for j = start, o - 1, 4 do
+        if out[j] ~= 1 then admitted = false end
+      end
+      if admitted then
         local text = {}
         for j = start, o - 1 do text[#text + 1] = string.format('%d', out[j]) end
+        text[#text + 1] = ARGV[a - 1]
         -- Recorded with the decision; a failed write (OOM) leaves it unrecorded: a retry
         -- is then decided afresh.
         pcall(redis.call, 'SET', record, table.concat(text, ','), 'PX', ttl)

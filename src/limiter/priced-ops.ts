@@ -8,6 +8,7 @@ import { StoreError } from '../errors.js';
 import type { Policy, Scope, TakeAllItem, TakeAllOptions } from '../types.js';
 import type { InFlight, Settler } from './calls.js';
 import {
+  checkReused,
   PricedCall,
   type PricedOp,
   type PricedOptions,
@@ -24,6 +25,7 @@ import {
   settlement,
 } from './priced.js';
 import { ReserveAllCall, type ReserveAllResult, reserveAllResult } from './reserve-all.js';
+import { askDigest, askOf, idReusedError } from './retry-safe.js';
 import { readTakeAllOptions, type Target, type TargetMaker } from './targets.js';
 
 /** What the operations need of their limiter. */
@@ -59,7 +61,9 @@ export class PricedOps {
         return this.host.invalid<Settlement>(error);
       }
     };
-    return this.#call('k', target, target.cost, pricedRecord(target, 'rsv', id), (reply, at) => {
+    const record = pricedRecord(target, 'rsv', id, askDigest([target]));
+    return this.#call('k', target, target.cost, record, (reply, at) => {
+      checkReused(reply, at, id);
       const decision = decodeDecision(reply, at, policy.limit);
       if (decision === undefined) throw new StoreError('ERR unexpected reply to a reserve');
       return new Reservation({ ...decision, replayed: replayedAt(reply, at, 2) }, id, settle);
@@ -86,6 +90,10 @@ export class PricedOps {
           targets,
           id,
           (reply, offset) => {
+            if (reply[offset + 4] === 2) {
+              reject(idReusedError(id));
+              return;
+            }
             const reservations: Reservation[] = [];
             for (const [j, target] of targets.entries()) {
               const at = offset + 8 * j;
@@ -144,14 +152,17 @@ export class PricedOps {
       return this.host.invalid(error);
     }
     const record =
-      id === undefined ? undefined : pricedRecord(target, op === 'f' ? 'refund' : 'charge', id);
-    return this.#call(op, target, units, record, (reply, at) =>
-      this.#settled(
+      id === undefined
+        ? undefined
+        : pricedRecord(target, op === 'f' ? 'refund' : 'charge', id, askOf([target.key, units]));
+    return this.#call(op, target, units, record, (reply, at) => {
+      if (id !== undefined) checkReused(reply, at, id);
+      return this.#settled(
         target,
         settlement(reply, at, policy.limit, replayedAt(reply, at, record === undefined ? 1 : 2)),
         op === 'g',
-      ),
-    );
+      );
+    });
   }
 
   #target(scope: Scope, policy: Policy, options: ReserveOptions | undefined): Target {

@@ -1,10 +1,13 @@
 /**
  * Priced at the end: reserve then settle, refund, charge (see `docs/priced.md`).
  *
- * - `reserve` takes `cost` now, as a take, and records the reservation (its answer, its cost
- *   and the mark of the window or bucket state it was taken from) in the same script call,
- *   under a key of the tenant's slot derived from its id, scope and policy; a repeat with
- *   the same id replays the first answer and takes nothing.
+ * - `reserve` takes `cost` now, as a take, and when admitted records the reservation (its
+ *   answer, its cost, the mark of the window or bucket state it was taken from, and the
+ *   digest of what was asked) in the same script call, under a key of the tenant's slot
+ *   derived from its id, scope and policy; a repeat with the same id and cost replays the
+ *   first answer and takes nothing, one with another cost is refused (`InvalidInputError`,
+ *   field `id`). A refused reserve records nothing. A cancel before the reserve arrived
+ *   leaves a tombstone: the reserve is then refused and takes nothing.
  * - `settle(actual)` moves `actual − cost` units into the state the reservation was taken
  *   from — back when less, charged when more (past the limit) — and marks it settled: a
  *   repeat replays the first settle's answer. `cancel` is `settle(0)`. Once that state is
@@ -28,7 +31,7 @@ import { digest, tenantTag } from '../key.js';
 import type { Decision, Policy } from '../types.js';
 import { onlyKnownKeys } from '../validate.js';
 import { InFlight, type Settler } from './calls.js';
-import { MAX_TAKE_ID_LENGTH, readTakeId } from './retry-safe.js';
+import { idReusedError, MAX_TAKE_ID_LENGTH, readTakeId } from './retry-safe.js';
 import type { Target } from './targets.js';
 
 /** The answer to `settle`, `cancel`, `refund` and `charge`. */
@@ -39,14 +42,20 @@ export interface Settlement {
    * a give-back on a state with nothing to give back). A replay reports the first call's.
    */
   readonly applied: number;
-  /** Units admissible now, after this call (as a take's `remaining`). */
+  /**
+   * Units left now, after this call: what a `peek` right after reports (0 while the scope
+   * is blocked). Read now on every answer, a replayed or unknown one included.
+   */
   readonly remaining: number;
   /** The policy's limit. */
   readonly limit: number;
   /**
-   * False when no reservation of this id, scope and policy is known (never made, or its
-   * record expired with the policy's horizon): nothing changed. Always true for a refund
-   * or a charge.
+   * False when no reservation of this id, scope and policy is known: never made, refused
+   * (a refusal is not recorded), expired with the policy's horizon, cancelled before its
+   * reserve arrived, or a record this policy could not have written (a hand edit: another
+   * shape, a cost above the limit, a mark in the future); nothing changed. A cancel that
+   * knows none leaves a tombstone (see `RateLimiter.cancel`). Always true for a refund or
+   * a charge.
    */
   readonly known: boolean;
   /** True when this is the recorded answer of an earlier call with the same id. */
@@ -134,17 +143,31 @@ export function requireSettle(policy: Policy, field = 'policy'): void {
   }
 }
 
-/** A record item of `kind` for `id` on `target`, in the tenant's slot, for the policy's horizon. */
+/**
+ * A record item of `kind` for `id` on `target`, in the tenant's slot, for the policy's
+ * horizon, with `ask`, the digest of what the request asked (see `askDigest`; none for a
+ * settle, which finds the reservation's record and asks nothing new of it).
+ */
 export function pricedRecord(
   target: Target,
   kind: 'rsv' | 'refund' | 'charge',
   id: string,
+  ask?: string,
 ): WireItem {
+  const ttl = String(target.policy.horizonMs);
   return {
     key: `${target.namespace}:${tenantTag(target.parts.tenant)}:${kind === 'rsv' ? 'rsv' : 'id'}:${digest([kind, id, target.key])}`,
     batchId: 0,
-    args: [String(target.policy.horizonMs)],
+    args: ask === undefined ? [ttl] : [ttl, ask],
   };
+}
+
+/**
+ * Throws {@link idReusedError} when the reply's record slot (at `offset + 4`, a request of
+ * two items) says the id was another request's: nothing was done.
+ */
+export function checkReused(reply: readonly unknown[], offset: number, id: string): void {
+  if (reply[offset + 4] === 2) throw idReusedError(id);
 }
 
 /** The id of a reserve: the option, or a new random UUID. */
@@ -239,7 +262,10 @@ export class Reservation implements Decision {
   readonly limit: number;
   readonly resetMs: number;
   readonly retryAfterMs: number;
-  /** True when this reserve repeated an earlier one with the same id (nothing taken now). */
+  /**
+   * True when this reserve repeated an earlier one with the same id (nothing taken now), or
+   * found the id cancelled before it arrived (refused, nothing taken).
+   */
   readonly replayed: boolean;
   /** Present (true) when the scope is blocked (see {@link Decision.blocked}). */
   readonly blocked?: true;

@@ -237,7 +237,8 @@ export class RateLimiter {
    * Always returns a promise: bad input rejects, it never throws synchronously.
    *
    * @returns the decision; see {@link Decision} for each field's meaning.
-   * @throws {InvalidInputError} bad scope, policy or cost (nothing sent to Redis).
+   * @throws {InvalidInputError} bad scope, policy or cost (nothing sent to Redis); field
+   *   `id`: the `id` was used within the horizon for a different request (nothing changed).
    * @throws {OverloadError} `maxInFlight` calls already in flight (nothing sent).
    * @throws {TimeoutError} no answer within `timeoutMs` (quota may have been spent).
    * @throws {UnavailableError} Redis unreachable, client closed, or connection lost.
@@ -288,7 +289,8 @@ export class RateLimiter {
    * @param options `requestId` for decision events.
    * @returns see {@link TakeAllResult}.
    * @throws {InvalidInputError} no items or more than 16, an invalid item (`items[i]…`),
-   *   items of different tenants, or a repeated scope and policy (nothing sent to Redis).
+   *   items of different tenants, or a repeated scope and policy (nothing sent to Redis);
+   *   field `id`: the `id` was used for a different request (nothing changed).
    * @throws the failures of {@link take}; a failure rejects the whole call.
    */
   takeAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<TakeAllResult> {
@@ -337,7 +339,7 @@ export class RateLimiter {
       const call =
         record === undefined
           ? new GroupCall(this.#outcomes, targets, done, reject)
-          : new IdGroupCall(this.#outcomes, targets, record, done, reject);
+          : new IdGroupCall(this.#outcomes, targets, record, id as string, done, reject);
       if (leased) call.late = (result) => this.#leases.releaseLateAll(targets, result);
       return call;
     }, meta);
@@ -437,12 +439,16 @@ export class RateLimiter {
    * ({@link Reservation.settle}, or {@link settle} with its id from any process): less gives
    * the difference back, more charges the excess past the limit, {@link cancel} gives all
    * back — only into that state (see `docs/priced.md` for each algorithm). A repeat with the
-   * same `id` within the policy's horizon returns the first answer (`replayed: true`) and
-   * takes nothing. Never answered from the local denial cache.
+   * same `id` and cost within the policy's horizon returns the first answer
+   * (`replayed: true`) and takes nothing. Only an admitted reservation is recorded: a
+   * refused one consumed nothing, and its repeat is decided afresh. A reserve whose id was
+   * cancelled before it arrived ({@link cancel} after a timeout) is refused and takes
+   * nothing. Never answered from the local denial cache.
    *
    * @returns the {@link Reservation}: the take's {@link Decision}, its `id`, `settle`, `cancel`.
    * @throws {InvalidInputError} bad scope, policy, cost or id, or a sliding window log policy
-   *   (field `policy`: its algorithm has no settle).
+   *   (field `policy`: its algorithm has no settle); field `id`: the id's reservation was of
+   *   another cost, or of a `reserveAll` (nothing changed).
    * @throws the failures of {@link take}.
    */
   reserve(scope: Scope, policy: Policy, options?: ReserveOptions): Promise<Reservation> {
@@ -455,7 +461,9 @@ export class RateLimiter {
    * and leaves nothing to cancel). Each item gets a {@link Reservation} under the call's id
    * (the `id` option, else a random UUID), settled or cancelled one by one, from this
    * object or by `limiter.settle(item.scope, item.policy, id, actualCost)`. A repeat with the
-   * same id and items within their longest horizon replays the first answer.
+   * same id and items within their longest horizon replays the first answer; the id with
+   * other items, order or costs is an `InvalidInputError` (field `id`), nothing changed. A
+   * refused call records nothing.
    *
    * @param items 1 to 16 of `{ scope, policy, cost? }`, of one tenant.
    * @returns see {@link ReserveAllResult}.
@@ -471,8 +479,10 @@ export class RateLimiter {
    * Settles the reservation `id` of `scope` under `policy` with `actualCost` units (a
    * non-negative safe integer), from any process: moves `actualCost − cost` units into the
    * state it was taken from, once (a repeat replays the first answer). Nothing moves for a
-   * refused reservation, an unknown one (`known: false`: never made, or its record expired
-   * with the horizon), or once its state is gone (the window ended).
+   * refused reservation or an unknown one (`known: false`: never made, refused, expired with
+   * the horizon, or a record of a shape this policy could not have written), or once its
+   * state is gone (the window ended). The answer's `remaining` is what a `peek` reports
+   * right after.
    *
    * @throws {InvalidInputError} bad scope, policy, id or `actualCost`.
    * @throws the failures of {@link take}: a settle that timed out can be sent again.
@@ -481,7 +491,14 @@ export class RateLimiter {
     return this.#priced.settle(scope, policy, id, actualCost);
   }
 
-  /** Gives the whole reservation `id` back: {@link settle} with 0. Same errors. */
+  /**
+   * Gives the whole reservation `id` back: {@link settle} with 0. Same errors. Safe after an
+   * unknown outcome: a `reserve` (or `reserveAll`) that failed with a `TimeoutError` may
+   * still be applied in Redis, later. A cancel that finds the reservation gives it back; one
+   * that finds none (`known: false`) leaves a tombstone for the policy's horizon, so that
+   * reserve, if it arrives afterwards, is refused and takes nothing. A cancel applies at
+   * most once, so one that timed out may be sent again.
+   */
   cancel(scope: Scope, policy: Policy, id: string): Promise<Settlement> {
     return this.#priced.settle(scope, policy, id, 0);
   }
@@ -600,7 +617,7 @@ export class RateLimiter {
       // Retry-safe: never answered from the cache (see retry-safe.ts).
       const record = recordItem([target], id);
       return this.#send(
-        (resolve, reject) => new IdCall(this.#outcomes, target, record, resolve, reject),
+        (resolve, reject) => new IdCall(this.#outcomes, target, record, id, resolve, reject),
         this.#reporter === undefined
           ? undefined
           : { targets: [target], operation: 'take', requestId, startedAt: performance.now() },

@@ -9,6 +9,7 @@ import type { WireItem } from '../algorithms/batch-wire.js';
 import type { Decision } from '../types.js';
 import { InFlight, type Settler } from './calls.js';
 import { pricedRecord, type Reservation } from './priced.js';
+import { askDigest } from './retry-safe.js';
 import type { Target } from './targets.js';
 
 /** The answer to `reserveAll`. */
@@ -50,12 +51,13 @@ export class ReserveAllCall extends InFlight {
     let horizonMs = 1;
     for (const target of targets) horizonMs = Math.max(horizonMs, target.policy.horizonMs);
     let work = 0;
+    const ask = askDigest(targets);
     for (const target of targets) {
       const args = [...target.args, String(target.cost)];
       this.#items.push({ key: target.key, batchId: target.batchId, args });
       // Every record lives as long as the longest horizon: they are written together and
-      // expire together, so a repeat finds all of them or none.
-      this.#items.push({ ...pricedRecord(target, 'rsv', id), args: [String(horizonMs)] });
+      // expire together, so a repeat finds all of them or none. Each carries the call's ask.
+      this.#items.push({ ...pricedRecord(target, 'rsv', id), args: [String(horizonMs), ask] });
       work += 2 * target.work + ITEM_WORK;
     }
     this.size = this.#items.length;

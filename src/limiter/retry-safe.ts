@@ -1,10 +1,14 @@
 /**
  * Retry-safe takes: a take (or takeAll) with an `id` counts at most once, however often it is
- * sent. The first call with an id is decided as any take, and its reply slots are recorded
- * in the same script call, under a key of the tenant's hash tag derived from the id and every
- * item's key (so the same id under another scope or policy is another operation); a repeat
- * within the policies' horizon gets the recorded slots back, marked `replayed`, and consumes
- * nothing (see op `i` in `batch.lua`). A take that timed out can be sent again with its id.
+ * sent. The first call with an id is decided as any take and, when admitted, its reply slots
+ * are recorded in the same script call, with the digest of what was asked (every item's key
+ * and cost, in order), under a key of the tenant's hash tag derived from the id alone; a
+ * repeat of the same request within the policies' horizon gets the recorded slots back,
+ * marked `replayed`, and consumes nothing (see op `i` in `batch.lua`). A take that timed out
+ * can be sent again with its id. The id reused for another request (other items, order,
+ * costs or policies) finds another digest: refused with an `InvalidInputError` (field `id`),
+ * nothing done. A refusal is not recorded: it consumed nothing, so its repeat is decided
+ * afresh, and refusals at any rate write nothing that lives a horizon.
  *
  * The record lives as long as the longest horizon of the call's policies: after that, the
  * state the first decision consumed cannot matter any more, so a repeat decided afresh
@@ -46,22 +50,48 @@ export function readTakeId(options: object | undefined, field: string): string |
 }
 
 /**
+ * The digest of what a request asked, sent with its records (`ask`): its items' keys (the
+ * scope and the policy's identity, every parameter included) and costs, in order, as a
+ * 48-bit integer (exact in a Lua number). A record of the same id with another ask is
+ * another request's: its repeat is refused with {@link idReusedError}, not replayed.
+ */
+export function askDigest(targets: readonly Target[]): string {
+  const parts: unknown[] = [];
+  for (const target of targets) parts.push(target.key, target.cost);
+  return askOf(parts);
+}
+
+/** The 48-bit digest of `parts`, as a decimal integer (see {@link askDigest}). */
+export function askOf(parts: readonly unknown[]): string {
+  return String(Number.parseInt(digest(parts, 12), 16));
+}
+
+/** The error of an id whose record holds another request's answer: nothing was done. */
+export function idReusedError(id: string): InvalidInputError {
+  return new InvalidInputError(
+    'id',
+    'an id not used for a different request (it was used for a different request: other items, item order, costs or policy; nothing was done)',
+    id,
+  );
+}
+
+/**
  * The record item of a take with `id` on `targets` (one tenant): its key,
- * `<namespace>:{<tenant hash>}:id:<hash of [id, ...keys]>`, in the tenant's slot, and its
- * TTL, the longest horizon of the targets' policies.
+ * `<namespace>:{<tenant hash>}:id:<hash of [id]>`, in the tenant's slot — one per id and
+ * tenant, whatever was asked, so that the id reused for another request (other items, their
+ * order, costs, a policy of another shape) finds the record and is refused — and its
+ * arguments: its TTL, the longest horizon of the targets' policies, and the request's ask.
  */
 export function recordItem(targets: readonly Target[], id: string): WireItem {
   const first = targets[0] as Target;
-  const keys: string[] = [id];
   let horizonMs = 1;
   for (const target of targets) {
-    keys.push(target.key);
     if (target.policy.horizonMs > horizonMs) horizonMs = target.policy.horizonMs;
   }
   return {
-    key: `${first.namespace}:${tenantTag(first.parts.tenant)}:id:${digest(keys)}`,
+    key: `${first.namespace}:${tenantTag(first.parts.tenant)}:id:${digest([id])}`,
     batchId: 0,
-    args: [String(horizonMs)],
+    args: [String(horizonMs), askDigest(targets)],
   };
 }
 
@@ -78,6 +108,7 @@ export class IdCall extends Call {
     settler: Settler,
     target: Target,
     readonly record: WireItem,
+    readonly id: string,
     resolve: (decision: Decision) => void,
     reject: (error: Error) => void,
   ) {
@@ -93,8 +124,17 @@ export class IdCall extends Call {
   }
 
   override done(reply: readonly unknown[], offset: number, sentAt: number): void {
+    if (reply[offset + 4] === 2) {
+      this.settler.pricedAnswered(this, reply, offset);
+      return;
+    }
     this.replayed = reply[offset + 4] === 1;
     super.done(reply, offset, sentAt);
+  }
+
+  /** The id's record was another request's (see `done`): refused, nothing done. */
+  finish(): void {
+    this.reject(idReusedError(this.id));
   }
 }
 
@@ -109,6 +149,7 @@ export class IdGroupCall extends GroupCall {
     settler: Settler,
     targets: readonly Target[],
     readonly record: WireItem,
+    readonly id: string,
     resolve: (result: TakeAllResult) => void,
     reject: (error: Error) => void,
   ) {
@@ -124,7 +165,16 @@ export class IdGroupCall extends GroupCall {
   }
 
   override done(reply: readonly unknown[], offset: number, sentAt: number): void {
+    if (reply[offset + 4 * this.targets.length] === 2) {
+      this.settler.pricedAnswered(this, reply, offset);
+      return;
+    }
     this.replayed = reply[offset + 4 * this.targets.length] === 1;
     super.done(reply, offset, sentAt);
+  }
+
+  /** The id's record was another request's (see `done`): refused, nothing done. */
+  finish(): void {
+    this.reject(idReusedError(this.id));
   }
 }

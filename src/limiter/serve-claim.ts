@@ -17,7 +17,7 @@ import type { Target } from './targets.js';
 /** The claim item of `id` on `targets`: next to the id's record, with the record's TTL. */
 export function claimItem(targets: readonly Target[], id: string): WireItem {
   const record = recordItem(targets, id);
-  return { key: `${record.key}:c`, batchId: 0, args: record.args };
+  return { key: `${record.key}:c`, batchId: 0, args: [record.args[0] as string] };
 }
 
 /** One claim in flight. */

@@ -17,20 +17,59 @@ export const PRICED_OPS: ReadonlySet<string> = new Set(['k', 's', 'f', 'g', 'm']
 const DRY: TwinMode = { dry: true, probe: false };
 const REPAIR: TwinMode = { dry: false, probe: true };
 
+/** As `record_numbers` in `settle/priced.lua`: the record's integers; an untrusted one removed. */
 function recordNumbers(state: TwinState, key: string): number[] | undefined {
-  const text = state.get<unknown>(key, 'string');
-  if (text === undefined) return undefined;
-  const out: number[] = [];
-  for (const part of String(text).split(',')) {
-    if (part === '') continue;
-    const x = luaNumber(part);
-    if (x === undefined || !Number.isInteger(x)) return undefined;
-    out.push(x);
+  let text: unknown;
+  let ok = true;
+  try {
+    text = state.get<unknown>(key, 'string');
+  } catch {
+    ok = false;
   }
-  return out;
+  if (ok && text === undefined) return undefined;
+  let out: number[] | undefined = ok && state.pttl(key) >= 0 ? [] : undefined;
+  if (out !== undefined) {
+    for (const part of String(text).split(',')) {
+      if (part === '') continue;
+      const x = luaNumber(part);
+      if (x === undefined || !Number.isInteger(x)) {
+        out = undefined;
+        break;
+      }
+      out.push(x);
+    }
+  }
+  if (out !== undefined && out.length > 0) return out;
+  state.delete(key);
+  return undefined;
 }
 
 const recordText = (values: readonly number[]) => values.map((v) => String(v)).join(',');
+
+/** As `record_cap`: a record's TTL capped at `cap` ms. */
+function recordCap(state: TwinState, key: string, cap: number): void {
+  const left = state.pttl(key);
+  if (left < 0 || left > cap) state.pexpire(key, cap);
+}
+
+const TOMBSTONE = '-1';
+
+/** As `reservation` in `settle/priced.lua`. */
+function reservation(state: TwinState, key: string): number[] | 'tombstone' | undefined {
+  const rec = recordNumbers(state, key);
+  if (rec === undefined) return undefined;
+  if (rec.length === 1 && rec[0] === -1) return 'tombstone';
+  const r = (j: number) => rec[j - 1] as number;
+  let good = (rec.length === 9 && r(9) === 0) || (rec.length === 11 && r(9) === 1 && r(11) >= 0);
+  if (good) {
+    good =
+      r(1) === 1 && r(2) >= 0 && r(3) >= 0 && r(4) === 0 && r(5) >= 1 && r(6) >= 0 && r(7) >= 0;
+    good = good && r(8) >= 0;
+  }
+  if (good) return rec;
+  state.delete(key);
+  return undefined;
+}
 
 function settleTwinOf(scope: ReadItem) {
   const take = ALGORITHMS[scope.batchId - 1];
@@ -44,7 +83,13 @@ function settleTwinOf(scope: ReadItem) {
 /** As `generation` in `settle/priced.lua`: the scope's generation; a reserve (`ttl`) keeps it. */
 function generation(state: TwinState, key: string, ttl: number | undefined): number {
   const gkey = `${key}:g`;
-  let g = luaNumber(String(state.get<unknown>(gkey, 'string') ?? '0')) ?? 0;
+  let g: number;
+  try {
+    g = luaNumber(String(state.get<unknown>(gkey, 'string') ?? '0')) ?? 0;
+  } catch {
+    g = 0;
+  }
+  if (!Number.isInteger(g) || g < 0) g = 0;
   if (ttl !== undefined) {
     if (g === 0) {
       g = state.nowUs;
@@ -52,6 +97,18 @@ function generation(state: TwinState, key: string, ttl: number | undefined): num
     } else state.pexpire(gkey, ttl);
   }
   return g;
+}
+
+/** As `left_now`: the units a peek reports now (a blocked scope: 0). */
+function leftNow(state: TwinState, scope: ReadItem, take: Twin): number {
+  const r = decideItem(state, scope.key, scope.args, take, DRY);
+  return Math.max(r[1] as number, 0);
+}
+
+/** As `cancelled`: a reserve whose id was cancelled first, refused. */
+function cancelled(state: TwinState, scope: ReadItem, take: Twin): readonly number[] {
+  const r = decideItem(state, scope.key, scope.args, take, DRY);
+  return [0, Math.max(r[1] as number, 0), r[2] as number, 0];
 }
 
 function request(
@@ -66,42 +123,63 @@ function request(
   const adjust = (delta: number | undefined, mark: number | undefined, cost: number) =>
     settle(state, scope.key, args, delta, mark, cost);
   const ttl = record === undefined ? undefined : Number(record.args[0]);
+  const ask = record?.args[1];
   if (op === 'k') {
     const key = (record as ReadItem).key;
-    const rec = recordNumbers(state, key);
-    if (rec !== undefined && rec.length >= 8) return [rec.slice(0, 4), 1];
-    const r = decideItem(state, scope.key, args, take, TAKE);
-    let mark = 0;
-    let gen = 0;
-    if (r[0] === 1) {
-      mark = adjust(undefined, undefined, units) as number;
-      gen = generation(state, scope.key, ttl);
+    const rec = reservation(state, key);
+    if (rec === 'tombstone') return [cancelled(state, scope, take), 1];
+    if (rec !== undefined) {
+      if (rec[7] !== Number(ask)) return [[0, 0, 0, 0], 2];
+      return [rec.slice(0, 4), 1];
     }
-    state.set(key, 'string', recordText([...r, units, mark, gen, 0]), ttl);
+    const r = decideItem(state, scope.key, args, take, TAKE);
+    if (r[0] === 1) {
+      const mark = adjust(undefined, undefined, units) as number;
+      const gen = generation(state, scope.key, ttl);
+      state.set(key, 'string', recordText([...r, units, mark, gen, Number(ask), 0]), ttl);
+    }
     return [r, 0];
   }
   if (op === 's') {
     const key = (record as ReadItem).key;
-    const rec = recordNumbers(state, key);
-    if (rec === undefined || rec.length < 8) return [[0, 0, 0, 0], 0];
-    if (rec[7] === 1 && rec.length === 10) return [[1, rec[8] as number, rec[9] as number, 0], 1];
-    let applied = 0;
-    let left = rec[1] as number;
-    if (rec[0] === 1 && generation(state, scope.key, undefined) === rec[6]) {
-      const cost = rec[4] as number;
-      [applied, left] = adjust(units - cost, rec[5], cost) as [number, number];
+    const rec = reservation(state, key);
+    if (rec === undefined && units === 0) state.set(key, 'string', TOMBSTONE, ttl);
+    if (rec === undefined || rec === 'tombstone') {
+      return [[0, 0, leftNow(state, scope, take), 0], 0];
     }
-    state.update(key, recordText([...rec.slice(0, 7), 1, applied, left]));
-    return [[1, applied, left, 0], 0];
+    if (rec[8] === 1) return [[1, rec[9] as number, leftNow(state, scope, take), 0], 1];
+    const cost = rec[4] as number;
+    const delta = generation(state, scope.key, undefined) === rec[6] ? units - cost : 0;
+    const r = adjust(delta, rec[5], cost) as [number, number, 1?];
+    if (r[2] === 1) {
+      state.delete(key);
+      if (units === 0) state.set(key, 'string', TOMBSTONE, ttl);
+      return [[0, 0, leftNow(state, scope, take), 0], 0];
+    }
+    const left = leftNow(state, scope, take);
+    state.update(key, recordText([...rec.slice(0, 8), 1, r[0], left]));
+    recordCap(state, key, ttl as number);
+    return [[1, r[0], left, 0], 0];
   }
   if (record !== undefined) {
     const rec = recordNumbers(state, record.key);
-    if (rec !== undefined && rec.length === 2)
-      return [[1, rec[0] as number, rec[1] as number, 0], 1];
+    if (
+      rec !== undefined &&
+      rec.length === 3 &&
+      (rec[1] as number) >= 0 &&
+      (rec[2] as number) >= 0
+    ) {
+      if (rec[2] !== Number(ask)) return [[0, 0, 0, 0], 2];
+      return [[1, rec[0] as number, leftNow(state, scope, take), 0], 1];
+    }
+    if (rec !== undefined) state.delete(record.key);
   }
   const r = adjust(op === 'f' ? -units : units, undefined, units) as [number, number];
-  if (record !== undefined) state.set(record.key, 'string', recordText(r), ttl);
-  return [[1, r[0], r[1], 0], 0];
+  const left = leftNow(state, scope, take);
+  if (record !== undefined) {
+    state.set(record.key, 'string', recordText([r[0], left, Number(ask)]), ttl);
+  }
+  return [[1, r[0], left, 0], 0];
 }
 
 /** A reserve-all (op `m`, as `reserve_all_request` in `settle/priced.lua`): pairs of scope and record. */
@@ -112,12 +190,27 @@ function reserveAll(
   const scopes = items.filter((_, j) => j % 2 === 0);
   const records = items.filter((_, j) => j % 2 === 1);
   const twins = scopes.map(settleTwinOf);
-  const recs = records.map((record) => recordNumbers(state, record.key));
-  if (recs.some((rec) => rec !== undefined && rec.length >= 8)) {
+  const ask = Number((records[records.length - 1] as ReadItem).args[1]);
+  const recs: (number[] | 'tombstone' | undefined)[] = [];
+  let any = false;
+  let tomb = false;
+  for (const record of records) {
+    const rec = reservation(state, record.key);
+    recs.push(rec);
+    if (rec === 'tombstone') tomb = true;
+    else if (rec !== undefined) {
+      any = true;
+      if (rec[7] !== ask) return [scopes.map(() => [0, 0, 0, 0]), 2];
+    }
+  }
+  if (tomb) {
     return [
-      recs.map((rec) => (rec !== undefined && rec.length >= 8 ? rec.slice(0, 4) : [0, 0, 0, 0])),
+      scopes.map((scope, j) => cancelled(state, scope, (twins[j] as { take: Twin }).take)),
       1,
     ];
+  }
+  if (any) {
+    return [recs.map((rec) => (Array.isArray(rec) ? rec.slice(0, 4) : [0, 0, 0, 0])), 1];
   }
   const units = scopes.map((scope) => Number(scope.args[scope.args.length - 1]));
   const dry = scopes.map((scope, j) =>
@@ -127,11 +220,9 @@ function reserveAll(
   const slots = scopes.map((scope, j) => {
     const { take, settle } = twins[j] as { take: Twin; settle: SettleTwin };
     let r = dry[j] as readonly number[];
-    let mark = 0;
-    let gen = 0;
     if (all) {
       r = decideItem(state, scope.key, scope.args, take, TAKE);
-      mark = settle(
+      const mark = settle(
         state,
         scope.key,
         scope.args,
@@ -139,7 +230,15 @@ function reserveAll(
         undefined,
         units[j] as number,
       ) as number;
-      gen = generation(state, scope.key, Number((records[j] as ReadItem).args[0]));
+      const record = records[j] as ReadItem;
+      const ttl = Number(record.args[0]);
+      const gen = generation(state, scope.key, ttl);
+      state.set(
+        record.key,
+        'string',
+        recordText([...r, units[j] as number, mark, gen, ask, 0]),
+        ttl,
+      );
     } else {
       let probed: readonly number[] = [0, 0, 0, 0];
       try {
@@ -151,13 +250,6 @@ function reserveAll(
         r = [0, b[1] as number, b[2] as number, b[3] as number];
       }
     }
-    const record = records[j] as ReadItem;
-    state.set(
-      record.key,
-      'string',
-      recordText([...r, units[j] as number, mark, gen, 0]),
-      Number(record.args[0]),
-    );
     return r;
   });
   return [slots, 0];

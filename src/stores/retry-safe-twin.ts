@@ -14,17 +14,50 @@ export function replyErrorText(error: unknown): string {
     : String(error instanceof Error ? error.message : error);
 }
 
-/** A record's slots, as `recorded()` in `batch.lua` reads them; undefined when not a record of n items. */
-function recorded(stored: unknown, n: number): number[] | undefined {
-  if (stored === undefined) return undefined;
-  const slots: number[] = [];
-  for (const part of String(stored).split(',')) {
-    if (part === '') continue; // gmatch('[^,]+') skips empty runs
-    const value = luaNumber(part);
-    if (value === undefined) return undefined;
-    slots.push(value);
+/**
+ * As `recorded()` in `batch.lua`: the slots of the record of an admission of this request
+ * (`ask`), 'mismatch' for another request's, undefined for none (a record of another shape is
+ * removed and counts as none).
+ */
+function recorded(
+  state: TwinState,
+  key: string,
+  n: number,
+  ask: number,
+): number[] | 'mismatch' | undefined {
+  let stored: unknown;
+  let ok = true;
+  try {
+    stored = state.get<unknown>(key, 'string');
+  } catch {
+    ok = false;
   }
-  return slots.length === REPLY_SLOTS * n ? slots : undefined;
+  if (ok && stored === undefined) return undefined;
+  let slots: number[] | undefined = ok && state.pttl(key) >= 0 ? [] : undefined;
+  if (slots !== undefined) {
+    for (const part of String(stored).split(',')) {
+      if (part === '') continue; // gmatch('[^,]+') skips empty runs
+      const value = luaNumber(part);
+      if (value === undefined || !Number.isInteger(value) || value < 0) {
+        slots = undefined;
+        break;
+      }
+      slots.push(value);
+    }
+  }
+  let m: number | undefined = slots === undefined ? undefined : (slots.length - 1) / 4;
+  if (slots !== undefined && m !== undefined && m >= 1 && Number.isInteger(m)) {
+    for (let j = 0; j < 4 * m; j += REPLY_SLOTS) {
+      if (slots[j] !== 1 || slots[j + 3] !== 0) {
+        m = undefined;
+        break;
+      }
+    }
+    if (m === n && slots[slots.length - 1] === ask) return slots;
+    if (m !== undefined) return 'mismatch';
+  }
+  state.delete(key);
+  return undefined;
 }
 
 /**
@@ -40,14 +73,13 @@ export function retrySafeTwin(
   const record = items[items.length - 1] as ReadItem;
   const taken = items.slice(0, -1);
   const n = taken.length;
-  let stored: unknown;
-  try {
-    stored = state.get<unknown>(record.key, 'string');
-  } catch (error) {
-    reply.failed(n + 1, replyErrorText(error));
+  const ask = record.args[1] as string;
+  const replay = recorded(state, record.key, n, Number(ask));
+  if (replay === 'mismatch') {
+    for (let j = 0; j < n; j++) reply.item([0, 0, 0, 0]);
+    reply.item([2, 0, 0, 0]);
     return;
   }
-  const replay = recorded(stored, n);
   if (replay !== undefined) {
     for (let j = 0; j < n; j++) reply.item(replay.slice(REPLY_SLOTS * j, REPLY_SLOTS * (j + 1)));
     reply.item([1, 0, 0, 0]);
@@ -60,8 +92,14 @@ export function retrySafeTwin(
     reply.failed(n, String(out[REPLY_SLOTS * n]));
   } else {
     for (let j = 0; j < n; j++) reply.item(out.slice(REPLY_SLOTS * j, REPLY_SLOTS * (j + 1)));
-    const text = (out as number[]).map((v) => Math.trunc(v).toString()).join(',');
-    state.set(record.key, 'string', text, Number(record.args[0]));
+    // Only an admission is recorded (a refusal consumed nothing: decided afresh).
+    let admitted = true;
+    for (let j = 0; j < REPLY_SLOTS * n; j += REPLY_SLOTS) if (out[j] !== 1) admitted = false;
+    if (admitted) {
+      const text = (out as number[]).map((v) => Math.trunc(v).toString());
+      text.push(ask);
+      state.set(record.key, 'string', text.join(','), Number(record.args[0]));
+    }
   }
   reply.item([0, 0, 0, 0]);
 }

@@ -201,7 +201,9 @@ export function clockedBatch(): LuaScript {
   source = replaceOnce(
     source,
     [
-      "  local g = tonumber(redis.call('GET', gkey) or '0') or 0",
+      "  local ok, text = pcall(redis.call, 'GET', gkey)",
+      "  local g = ok and tonumber(text or '0') or 0",
+      '  if g ~= math.floor(g) or g < 0 then g = 0 end',
       '  if ttl then',
       '    if g == 0 then',
       "      local t = redis.call('TIME')",
@@ -213,7 +215,9 @@ export function clockedBatch(): LuaScript {
       '  end',
     ].join('\n'),
     [
-      "  local g = tonumber(vget(gkey) or '0') or 0",
+      '  local ok, text = pcall(vget, gkey)',
+      "  local g = ok and tonumber(text or '0') or 0",
+      '  if g ~= math.floor(g) or g < 0 then g = 0 end',
       '  if ttl then',
       `    if g == 0 then g = tonumber(redis.call('GET', '${CLOCK_KEY}')) end`,
       "    vsetpx(gkey, string.format('%d', g), ttl)",
@@ -230,6 +234,41 @@ export function clockedBatch(): LuaScript {
     source,
     "    redis.call('SET', k, v, 'PX', ttl)\n",
     '    vsetpx(k, v, ttl)\n',
+  );
+  source = replaceOnce(
+    source,
+    "local function record_del(k)\n  redis.call('DEL', k)\nend",
+    "local function record_del(k)\n  redis.call('DEL', k, k .. ':vexp')\nend",
+  );
+  source = replaceOnce(
+    source,
+    "  local left = redis.call('PTTL', k)\n  if left < 0 or left > tonumber(cap) then redis.call('PEXPIRE', k, cap) end\n",
+    [
+      "  local at = redis.call('GET', k .. ':vexp')",
+      `  local left = at and tonumber(at) - ${VNOW_MS} or -1`,
+      '  if left < 0 or left > tonumber(cap) then',
+      `    redis.call('SET', k .. ':vexp', string.format('%d', ${VNOW_MS} + tonumber(cap)))`,
+      '  end',
+      '',
+    ].join('\n'),
+  );
+  const vttl = (k: string) =>
+    `(redis.call('GET', ${k} .. ':vexp') and tonumber(redis.call('GET', ${k} .. ':vexp')) - ${VNOW_MS} or -1)`;
+  source = replaceOnce(
+    source,
+    "local function record_ttl(k)\n  return redis.call('PTTL', k)\nend",
+    `local function record_ttl(k)\n  return ${vttl('k')}\nend`,
+  );
+  source = replaceOnce(
+    source,
+    "if ok and redis.call('PTTL', key) < 0 then slots = nil end",
+    `if ok and ${vttl('key')} < 0 then slots = nil end`,
+  );
+  // An untrusted record of a take with an id (batch.lua), removed with its virtual expiry.
+  source = replaceOnce(
+    source,
+    "  redis.call('DEL', key)\n  return false\n",
+    "  redis.call('DEL', key, key .. ':vexp')\n  return false\n",
   );
   return scriptFromSource(built.name, source, built.keyCount);
 }

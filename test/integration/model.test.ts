@@ -681,8 +681,9 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
             );
             /** The records of the ids taken (see `limiter/retry-safe.ts`). */
             const records = new Set<string>();
-            const recordKey = (id: string, keys: readonly string[]) =>
-              `rate:${tenantTag(tenant)}:id:${digest([id, ...keys])}`;
+            // One record per id and tenant, whatever was asked (see `recordItem`).
+            const recordKey = (id: string, _keys: readonly string[]) =>
+              `rate:${tenantTag(tenant)}:id:${digest([id])}`;
             const longest = Math.max(...policies.map((p) => p.horizonMs));
             // The first policy's blocks, beside its keys (see block.lua).
             for (const scope of [0, 1, 2]) records.add(`${keyOf({ scope, policy: 0 })}:b`);
@@ -805,6 +806,30 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                 }
                 assert.deepEqual(a, b, context());
                 for (const t of wrote) exempt.delete(keyOf(t));
+                // A refusal decided now (not replayed) leaves no record: it consumed nothing.
+                if ('ok' in a && 'id' in op && typeof op.id === 'string') {
+                  const ok = a.ok as { allowed?: boolean; replayed?: boolean } | unknown[];
+                  const refused = Array.isArray(ok)
+                    ? ok[0] === false && ok[5] !== true
+                    : ok.allowed === false && ok.replayed !== true;
+                  const tag = tenantTag(tenant);
+                  const written =
+                    op.kind === 'take' || op.kind === 'takeAll'
+                      ? [recordKey(op.id, [])]
+                      : op.kind === 'reserve'
+                        ? [`rate:${tag}:rsv:${digest(['rsv', op.id, keyOf(op)])}`]
+                        : op.kind === 'reserveAll'
+                          ? op.items.map(
+                              (i) => `rate:${tag}:rsv:${digest(['rsv', op.id, keyOf(i)])}`,
+                            )
+                          : [];
+                  if (refused) {
+                    for (const key of written) {
+                      const left = await admin.client.exists(key);
+                      assert.equal(left, 0, `a refusal recorded: ${context()}`);
+                    }
+                  }
+                }
               }
 
               // An id's record lives no longer than the longest horizon of its policies.

@@ -85,7 +85,7 @@ describe('reserve, then settle with what was used', () => {
     });
   }
 
-  it('a reservation never settled stays consumed; a refused one consumes nothing and its settle does nothing', async () => {
+  it('a reservation never settled stays consumed; a refused one consumes nothing, is not recorded, and its settle does nothing', async () => {
     const l = await limiter();
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
@@ -94,11 +94,12 @@ describe('reserve, then settle with what was used', () => {
     assert.match(kept.id, /^[0-9a-f-]{36}$/);
     const refused = await l.reserve(scope, policy, { cost: 2 });
     assert.equal(refused.allowed, false);
+    // Not recorded (it consumed nothing): its settle finds no reservation.
     assert.deepEqual(await refused.settle(2), {
       applied: 0,
       remaining: 1,
       limit: 5,
-      known: true,
+      known: false,
       replayed: false,
     });
     assert.equal((await refused.cancel()).applied, 0);

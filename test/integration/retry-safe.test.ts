@@ -41,24 +41,112 @@ describe('a take with an id counts at most once', () => {
     // Another id is another operation; a take without an id has no `replayed`.
     assert.equal((await limiter.take(scope, policy, { id: 'op-2', cost: 2 })).remaining, 1);
     assert.equal('replayed' in (await limiter.take(scope, policy)), false);
-    // A denial is recorded too: its repeat is the same denial, even once quota is back.
+    // A denial is not recorded (it consumed nothing): its repeat is decided afresh, and is
+    // admitted once quota is back.
     const denied = await limiter.take(scope, policy, { id: 'op-3', cost: 2 });
-    assert.equal(denied.allowed, false);
+    assert.deepEqual([denied.allowed, denied.replayed], [false, false]);
     await limiter.reset(scope, policy);
+    const later = await limiter.take(scope, policy, { id: 'op-3', cost: 2 });
+    assert.deepEqual([later.allowed, later.remaining, later.replayed], [true, 3, false]);
     assert.deepEqual(await limiter.take(scope, policy, { id: 'op-3', cost: 2 }), {
-      ...denied,
+      ...later,
       replayed: true,
     });
   });
 
-  it('the same id on another scope or policy is another operation', async () => {
+  it('refused takes with fresh ids leave no record keys (take, takeAll, reserve, reserveAll, blocked)', async () => {
+    const admin = await redis.admin();
+    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const tenant = randomTenant();
+    const scope = { tenant, route };
+    const one = fixedWindow({ limit: 1, windowMs: 60_000, name: 'refused-one' });
+    const blocking = fixedWindow({
+      limit: 1,
+      windowMs: 60_000,
+      name: 'refused-b',
+      blockMs: 30_000,
+    });
+    await limiter.take(scope, one, { cost: 1 });
+    await limiter.take(scope, blocking, { cost: 1 });
+    const before = await admin.client.keys('rate:*:id:*');
+    const beforeRsv = await admin.client.keys('rate:*:rsv:*');
+    for (let i = 0; i < 50; i++) {
+      assert.equal((await limiter.take(scope, one, { id: `t-${i}` })).allowed, false);
+      const all = await limiter.takeAll(
+        [
+          { scope, policy: one },
+          { scope: { tenant }, policy },
+        ],
+        { id: `a-${i}` },
+      );
+      assert.equal(all.allowed, false);
+      assert.equal((await limiter.reserve(scope, one, { id: `r-${i}` })).allowed, false);
+      const ra = await limiter.reserveAll(
+        [
+          { scope: { tenant }, policy },
+          { scope, policy: one },
+        ],
+        { id: `ra-${i}` },
+      );
+      assert.equal(ra.allowed, false);
+      const blocked = await limiter.take(scope, blocking, { id: `b-${i}` });
+      assert.equal(blocked.allowed, false);
+    }
+    assert.deepEqual(await admin.client.keys('rate:*:id:*'), before, 'no take record');
+    assert.deepEqual(await admin.client.keys('rate:*:rsv:*'), beforeRsv, 'no reservation record');
+    // Nothing consumed on the item that would have fitted.
+    assert.equal((await limiter.peek({ tenant }, policy)).remaining, 5);
+  });
+
+  it('an id reused for a different request is an InvalidInputError (field id) and changes nothing', async () => {
+    const admin = await redis.admin();
     const limiter = new RateLimiter({ client: await redis.client() });
     const tenant = randomTenant();
+    const scope = { tenant, route };
     const other = fixedWindow({ limit: 5, windowMs: 60_000, name: 'other' });
-    assert.equal((await limiter.take({ tenant, route }, policy, { id: 'x' })).replayed, false);
-    assert.equal((await limiter.take({ tenant }, policy, { id: 'x' })).replayed, false);
-    assert.equal((await limiter.take({ tenant, route }, other, { id: 'x' })).replayed, false);
-    assert.equal((await limiter.take({ tenant, route }, policy, { id: 'x' })).replayed, true);
+    const reshaped = fixedWindow({ limit: 6, windowMs: 60_000 }); // the same name, another shape
+    const a = { scope, policy };
+    const b = { scope: { tenant }, policy: other };
+    const reused = (error: unknown) => {
+      assert.ok(error instanceof InvalidInputError, String(error));
+      assert.equal(error.field, 'id');
+      assert.match(error.message, /used for a different request/);
+      return true;
+    };
+    const snapshot = async () => {
+      const keys = (await admin.client.keys('rate:*')).sort();
+      return Promise.all(keys.map(async (k) => [k, await admin.client.dump(k)]));
+    };
+    assert.equal((await limiter.take(scope, policy, { id: 'x', cost: 2 })).allowed, true);
+    assert.equal((await limiter.takeAll([a, b], { id: 'y' })).allowed, true);
+    assert.equal((await limiter.reserve(scope, other, { id: 'r', cost: 2 })).allowed, true);
+    assert.equal((await limiter.reserveAll([a, b], { id: 'ra' })).allowed, true);
+    assert.equal((await limiter.refund(scope, policy, 1, { id: 'f' })).known, true);
+    const state = await snapshot();
+    // Another cost, other items, another order, another policy shape, another scope.
+    await assert.rejects(limiter.take(scope, policy, { id: 'x', cost: 1 }), reused);
+    await assert.rejects(limiter.take(scope, reshaped, { id: 'x', cost: 2 }), reused);
+    await assert.rejects(limiter.take({ tenant }, policy, { id: 'x', cost: 2 }), reused);
+    await assert.rejects(limiter.takeAll([b, a], { id: 'y' }), reused);
+    await assert.rejects(limiter.takeAll([a], { id: 'y' }), reused);
+    await assert.rejects(limiter.takeAll([{ ...a, cost: 2 }, b], { id: 'y' }), reused);
+    await assert.rejects(limiter.reserve(scope, other, { id: 'r', cost: 3 }), reused);
+    await assert.rejects(limiter.reserveAll([b, a], { id: 'ra' }), reused);
+    await assert.rejects(limiter.reserveAll([a], { id: 'ra' }), reused);
+    await assert.rejects(limiter.reserveAll([{ ...a, cost: 2 }, b], { id: 'ra' }), reused);
+    await assert.rejects(limiter.refund(scope, policy, 2, { id: 'f' }), reused);
+    assert.deepEqual(await snapshot(), state, 'nothing changed in Redis');
+    // The same request is still replayed.
+    assert.equal((await limiter.take(scope, policy, { id: 'x', cost: 2 })).replayed, true);
+    assert.equal((await limiter.takeAll([a, b], { id: 'y' })).replayed, true);
+    assert.equal((await limiter.reserve(scope, other, { id: 'r', cost: 2 })).replayed, true);
+    assert.equal((await limiter.reserveAll([a, b], { id: 'ra' })).replayed, true);
+    // The twin agrees.
+    const memory = new RateLimiter({ store: new MemoryStore() });
+    await memory.take(scope, policy, { id: 'x', cost: 2 });
+    await assert.rejects(memory.take(scope, policy, { id: 'x', cost: 1 }), reused);
+    await memory.reserveAll([a, b], { id: 'ra' });
+    await assert.rejects(memory.reserveAll([b, a], { id: 'ra' }), reused);
   });
 
   it('repeats in one batch (the same turn): the first decides, the others replay', async () => {
@@ -212,8 +300,9 @@ describe('claimServe: an admission with an id goes to its work once', () => {
       assert.deepEqual(claims.sort(), [false, false, true]);
       assert.equal(await limiter.claimServe(items, 'op-9'), false);
       assert.equal(await limiter.claimServe(items, 'op-10'), true, 'another id');
+      // The claim is the id's, as its record is (one per id and tenant).
       const other = [{ scope: { ...scope, route: 'other' }, policy }];
-      assert.equal(await limiter.claimServe(other, 'op-9'), true, 'another scope');
+      assert.equal(await limiter.claimServe(other, 'op-9'), false, 'the same id, another scope');
       await assert.rejects(limiter.claimServe(items, ''), InvalidInputError);
     }
     const keys = (await admin.client.keys('*:c')).filter((k) => k.includes(':id:'));

@@ -6,7 +6,8 @@
 --   delta  nil: return the window's mark (its expiry time, absolute ms), else the
 --          units to move: < 0 gives back, > 0 charges
 --   mark   the window a reservation was taken from (its expiry), or nil: the current window
--- Returns { applied, remaining }: the units moved (signed), the units left in the window.
+-- Returns { applied, remaining }: the units moved (signed), the units left in the window;
+-- { 0, 0, 1 } when `mark` or `cost` is not one this state could have given (unknown).
 --
 -- Only into the window it came from: once that window has ended (its key expired, or
 -- another window began), a settle or cancel changes nothing. A give-back stops at 0; a
@@ -18,7 +19,17 @@ local key = KEYS[1]
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 
+-- now:begin  (Redis server time, ms: only to check a reservation's mark)
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- now:end
+
 if delta == nil then return redis.call('PEXPIRETIME', key) end
+if mark then
+  -- A mark no window of this policy could have (it ends within a window of now), or a cost
+  -- above the limit: not a reservation of this state (a hand edit): unknown, nothing moves.
+  if mark > now + window or cost > limit then return { 0, 0, 1 } end
+end
 
 local current = redis.call('GET', key)
 local used

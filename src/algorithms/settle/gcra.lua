@@ -8,7 +8,7 @@
 --   mark   a reservation's mark, or nil (a refund or a charge: the TAT as it is)
 --   cost   the units the reservation took
 -- Returns { applied, remaining }: whole units moved (signed, rounded toward 0), the burst
--- left now.
+-- left now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given.
 --
 -- Only into the state it was taken from: the TAT's lead over now drains oldest first, so at
 -- time t the part of a reservation still pending is min(cost × interval, mark − t); a
@@ -33,6 +33,9 @@ if stored and not (tat and tat >= 0 and tat == math.floor(tat) and tat <= now + 
   return { 0, 0 } -- foreign state: the next take clears it
 end
 if delta == nil then return tat or 0 end
+-- A mark past now + the burst tolerance (no take leaves a TAT beyond it), or a cost above
+-- the burst: not a reservation of this state (a hand edit): unknown, nothing moves.
+if mark and (mark > now + tolerance or cost > burst) then return { 0, 0, 1 } end
 tat = tat or 0
 if tat < now then tat = now end
 

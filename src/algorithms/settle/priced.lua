@@ -1,24 +1,34 @@
 -- Priced operations of the batch script (inserted into batch.lua; see settle/registry.ts and
 -- limiter/priced.ts). Each request is one scope item, then its record item (optional for
 -- a charge without an id). The scope item's ARGV are its policy's, then one more: the units
--- of the operation. The record item has batch id 0 and one argument: its TTL in ms.
---   k  reserve: a take of `units`; an admitted one also records its mark (the window or
---      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots.
---      The record: "allowed,remaining,resetMs,retryAfterMs,cost,mark,gen,settled[,applied,left]",
---      gen the scope's generation (see generation below).
+-- of the operation. The record item has batch id 0 and its arguments: its TTL in ms, then
+-- (but for a settle) the request's ask, a 48-bit digest of what was asked (every item's key
+-- and cost, in order; see limiter/retry-safe.ts). A record found with another ask is another
+-- request's: nothing is done, and the record item replies 2 (an InvalidInputError, field id).
+--   k  reserve: a take of `units`; an admitted one is recorded with its mark (the window or
+--      bucket state it was taken from, see the SETTLE bodies). Replies the take's slots. A
+--      refused one records nothing (it consumed nothing: a repeat is decided afresh).
+--      The record: "1,remaining,resetMs,0,cost,mark,gen,ask,settled[,applied,left]", gen the
+--      scope's generation (see generation below); "-1", a tombstone (see s): the reserve is
+--      refused, takes nothing, and is answered as replayed.
 --   s  settle a reservation with `units` actual: moves `units − cost` into the state it was
---      taken from, once (a cancel is a settle of 0). An unknown (expired) reservation, a
---      refused one, or one of another generation (the scope was reset since) changes nothing.
---   f  refund `units` into the current state; g  charge `units` past the limit.
+--      taken from, once (a cancel is a settle of 0). An unknown reservation (never made,
+--      refused, expired, or untrusted: see reservation below) changes nothing (known 0); a
+--      cancel of one leaves a tombstone for the TTL, so its reserve, arriving after it (its
+--      reply timed out), takes nothing. One of another generation (the scope was reset since)
+--      moves nothing.
+--   f  refund `units` into the current state; g  charge `units` past the limit. Their record:
+--      "applied,left,ask".
 --   m  reserve all (reserveAll): pairs of a scope item and its record, all or nothing as a
 --      takeAll: every scope decided dry first; only when all are admitted is each reserved
 --      (taken, its mark recorded), else none is and each reports the state as a refused
---      takeAll's item does (probes repair). Every record is written, refused or not (so a
---      repeat replays the refusal and its settle does nothing); a repeat that finds any record
---      replays them all (an item whose record is gone, by a hand edit: { 0, 0, 0, 0 }).
+--      takeAll's item does (probes repair), and nothing is recorded. A repeat that finds any
+--      record replays them all (an item whose record is gone, by a hand edit: { 0, 0, 0, 0 });
+--      one that finds a tombstone is refused, nothing taken.
 -- The reply of s, f and g: { known (0: no such reservation), applied (signed units moved),
--- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
--- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
+-- remaining (as a peek reports it right after: read now, a replay's too), 0 } (the first
+-- slot is never -1, the batch's mark of a failed request). The record item's reply: { 1 when
+-- replayed, 2 when the id was another request's, else 0, 0, 0, 0 }.
 
 local PRICED = { k = true, s = true, f = true, g = true, m = true }
 
@@ -49,10 +59,13 @@ local SETTLE = {}
 -- The scope's generation, in `<key>:g`: a reserve (`ttl` given) creates it, as the µs time
 -- now, and keeps it for its record's TTL, so that it outlives every reservation of the scope;
 -- a reset (batch.lua, op r) replaces it by a value above every earlier one. A settle of a
--- reservation of another generation moves nothing. 0 when absent (or not a number).
+-- reservation of another generation moves nothing. 0 when absent (or not a number, or a key
+-- of another type: a reserve then writes it afresh).
 local function generation(i, ttl)
   local gkey = KEYS[i] .. ':g'
-  local g = tonumber(redis.call('GET', gkey) or '0') or 0
+  local ok, text = pcall(redis.call, 'GET', gkey)
+  local g = ok and tonumber(text or '0') or 0
+  if g ~= math.floor(g) or g < 0 then g = 0 end
   if ttl then
     if g == 0 then
       local t = redis.call('TIME')
@@ -69,25 +82,52 @@ local function record_get(k)
   return redis.call('GET', k)
 end
 
-local function record_set(k, v, ttl)
+local function record_del(k)
+  redis.call('DEL', k)
+end
+
+-- A record's PTTL (-1: none, so not one this library wrote).
+local function record_ttl(k)
+  return redis.call('PTTL', k)
+end
+
+-- A record's TTL, capped at `cap` ms: a record never outlives its horizon.
+local function record_cap(k, cap)
+  local left = redis.call('PTTL', k)
+  if left < 0 or left > tonumber(cap) then redis.call('PEXPIRE', k, cap) end
+end
+
+-- Writes a record: with `ttl`, a new one for that long; without, over an existing one, its TTL
+-- kept (capped at `cap`).
+local function record_set(k, v, ttl, cap)
   if ttl then
     redis.call('SET', k, v, 'PX', ttl)
   else
     redis.call('SET', k, v, 'KEEPTTL')
+    record_cap(k, cap)
   end
 end
 
--- A record's integers, or nil when absent or not all integers.
+-- A record's integers, or nil when absent or untrusted: not all integers, no TTL, or a key of
+-- another type. An untrusted record (a hand edit, a foreign key) is removed: it counts as none.
 local function record_numbers(k)
-  local text = record_get(k)
-  if not text then return nil end
+  local ok, text = pcall(record_get, k)
+  if ok and not text then return nil end
   local out = {}
-  for v in string.gmatch(text, '[^,]+') do
-    local x = tonumber(v)
-    if not x or x ~= math.floor(x) then return nil end
-    out[#out + 1] = x
+  if ok and record_ttl(k) < 0 then out = nil end
+  if out and ok then
+    for v in string.gmatch(text, '[^,]+') do
+      local x = tonumber(v)
+      if not x or x ~= math.floor(x) then
+        out = nil
+        break
+      end
+      out[#out + 1] = x
+    end
   end
-  return out
+  if out and #out > 0 then return out end
+  record_del(k)
+  return nil
 end
 
 local function record_text(values)
@@ -96,66 +136,141 @@ local function record_text(values)
   return table.concat(text, ',')
 end
 
--- One priced request; returns its item's four slots and whether it was replayed.
-local function priced_request(op, i, id, base, units, record, ttl)
+local TOMBSTONE = '-1'
+
+-- A reservation record: "1,remaining,resetMs,0,cost,mark,gen,ask,0" when reserved,
+-- "…,1,applied,left" once settled, TOMBSTONE when cancelled before any reserve of the id
+-- arrived (see op s). Returns the record's numbers, 'tombstone', or nil: none, or untrusted
+-- (another shape, a cost below 1, a negative mark or generation; removed).
+local function reservation(k)
+  local rec = record_numbers(k)
+  if not rec then return nil end
+  if #rec == 1 and rec[1] == -1 then return 'tombstone' end
+  local good = (#rec == 9 and rec[9] == 0) or (#rec == 11 and rec[9] == 1 and rec[11] >= 0)
+  if good then
+    good = rec[1] == 1 and rec[2] >= 0 and rec[3] >= 0 and rec[4] == 0 and rec[5] >= 1
+      and rec[6] >= 0 and rec[7] >= 0 and rec[8] >= 0
+  end
+  if good then return rec end
+  record_del(k)
+  return nil
+end
+
+-- The units admissible now on item i, as a peek reports them (a blocked scope: 0).
+local function left_now(i, id, base)
+  local ok, r = decide(i, id, base, true, false)
+  if not ok then error(r) end
+  if r[2] < 0 then return 0 end
+  return r[2]
+end
+
+-- A reserve whose id was cancelled first (a tombstone): refused, nothing taken; the state
+-- as a peek reports it.
+local function cancelled(i, id, base)
+  local ok, r = decide(i, id, base, true, false)
+  if not ok then error(r) end
+  return { 0, math.max(r[2], 0), r[3], 0 }
+end
+
+-- One priced request; returns its item's four slots and its record's reply (0 decided now,
+-- 1 replayed, 2 the id was another request's: nothing done).
+local function priced_request(op, i, id, base, units, record, ttl, ask)
   local adjust = SETTLE[id]
   if adjust == nil then
     error({ err = 'ERR reserve, settle, refund and charge do not support this algorithm' })
   end
   if op == 'k' then
-    local rec = record_numbers(record)
-    if rec and #rec >= 8 then return { rec[1], rec[2], rec[3], rec[4] }, 1 end
+    local rec = reservation(record)
+    if rec == 'tombstone' then return cancelled(i, id, base), 1 end
+    if rec then
+      if rec[8] ~= tonumber(ask) then return { 0, 0, 0, 0 }, 2 end
+      return { rec[1], rec[2], rec[3], rec[4] }, 1
+    end
     local ok, r = decide(i, id, base, false, false)
     if not ok then error(r) end
-    local mark, gen = 0, 0
     if r[1] == 1 then
-      mark = adjust(i, base, nil, nil, units)
-      gen = generation(i, ttl)
+      -- Only an admission is recorded: a refusal consumed nothing (its repeat is decided
+      -- afresh), and records at the rate of refusals would grow Redis for a horizon.
+      local mark = adjust(i, base, nil, nil, units)
+      local gen = generation(i, ttl)
+      record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, gen, ask, 0 }), ttl)
     end
-    record_set(record, record_text({ r[1], r[2], r[3], r[4], units, mark, gen, 0 }), ttl)
     return r, 0
   end
   if op == 's' then
-    local rec = record_numbers(record)
-    if not rec or #rec < 8 then return { 0, 0, 0, 0 }, 0 end
-    if rec[8] == 1 and #rec == 10 then return { 1, rec[9], rec[10], 0 }, 1 end
-    local applied, left = 0, rec[2]
-    if rec[1] == 1 and generation(i, nil) == rec[7] then
-      local r = adjust(i, base, units - rec[5], rec[6], rec[5])
-      applied, left = r[1], r[2]
+    local rec = reservation(record)
+    if rec == nil and units == 0 then
+      -- A cancel before its reserve (one whose reply timed out may arrive later): a
+      -- tombstone, so that reserve is refused and takes nothing. A settle of more than 0
+      -- leaves none: its reserve, if it comes, stays consumed (never under-counted).
+      record_set(record, TOMBSTONE, ttl)
     end
-    record_set(
-      record,
-      record_text({ rec[1], rec[2], rec[3], rec[4], rec[5], rec[6], rec[7], 1, applied, left })
-    )
-    return { 1, applied, left, 0 }, 0
+    if rec == nil or rec == 'tombstone' then return { 0, 0, left_now(i, id, base), 0 }, 0 end
+    if rec[9] == 1 then return { 1, rec[10], left_now(i, id, base), 0 }, 1 end
+    -- Of another generation (a reset since): nothing moves; the settle body still checks
+    -- the record (a delta of 0 moves nothing).
+    local delta = 0
+    if generation(i, nil) == rec[7] then delta = units - rec[5] end
+    local r = adjust(i, base, delta, rec[6], rec[5])
+    if r[3] == 1 then
+      -- A mark or cost this state could not have given: untrusted, as none.
+      record_del(record)
+      if units == 0 then record_set(record, TOMBSTONE, ttl) end
+      return { 0, 0, left_now(i, id, base), 0 }, 0
+    end
+    local left = left_now(i, id, base)
+    rec[9], rec[10], rec[11] = 1, r[1], left
+    record_set(record, record_text(rec), nil, ttl)
+    return { 1, r[1], left, 0 }, 0
   end
   if record then
     local rec = record_numbers(record)
-    if rec and #rec == 2 then return { 1, rec[1], rec[2], 0 }, 1 end
+    if rec and #rec == 3 and rec[2] >= 0 and rec[3] >= 0 then
+      if rec[3] ~= tonumber(ask) then return { 0, 0, 0, 0 }, 2 end
+      return { 1, rec[1], left_now(i, id, base), 0 }, 1
+    end
+    if rec then record_del(record) end
   end
   local delta = units
   if op == 'f' then delta = -units end
   local r = adjust(i, base, delta, nil, units)
-  if record then record_set(record, record_text({ r[1], r[2] }), ttl) end
-  return { 1, r[1], r[2], 0 }, 0
+  local left = left_now(i, id, base)
+  if record then record_set(record, record_text({ r[1], left, ask }), ttl) end
+  return { 1, r[1], left, 0 }, 0
 end
 
 -- The slots of a reserve-all of m scopes (item j at KEYS[first + 2j - 2], its record next)
--- and whether it was replayed.
-local function reserve_all_request(m, first, ids, bases, units, records, ttls)
-  local slots, any = {}, false
+-- and its records' reply (as priced_request's).
+local function reserve_all_request(m, first, ids, bases, units, records, ttls, ask)
+  local slots, recs, any, tomb = {}, {}, false, false
   for j = 1, m do
     if SETTLE[ids[j]] == nil then
       error({ err = 'ERR reserve, settle, refund and charge do not support this algorithm' })
     end
-    local rec = record_numbers(records[j])
-    if rec and #rec >= 8 then
-      slots[j], any = { rec[1], rec[2], rec[3], rec[4] }, true
+  end
+  for j = 1, m do
+    local rec = reservation(records[j])
+    recs[j] = rec
+    if rec == 'tombstone' then
+      tomb = true
+    elseif rec then
+      any = true
+      if rec[8] ~= tonumber(ask) then
+        for l = 1, m do slots[l] = { 0, 0, 0, 0 } end
+        return slots, 2
+      end
     end
   end
+  if tomb then
+    -- Cancelled before it arrived (see op s): refused, nothing taken, nothing written.
+    for j = 1, m do slots[j] = cancelled(first + 2 * j - 2, ids[j], bases[j]) end
+    return slots, 1
+  end
   if any then
-    for j = 1, m do slots[j] = slots[j] or { 0, 0, 0, 0 } end
+    for j = 1, m do
+      local rec = recs[j]
+      slots[j] = rec and { rec[1], rec[2], rec[3], rec[4] } or { 0, 0, 0, 0 }
+    end
     return slots, 1
   end
   local dry, all = {}, true
@@ -166,14 +281,20 @@ local function reserve_all_request(m, first, ids, bases, units, records, ttls)
     if r[1] ~= 1 then all = false end
   end
   for j = 1, m do
-    local i, r, mark, gen = first + 2 * j - 2, dry[j], 0, 0
+    local i, r = first + 2 * j - 2, dry[j]
     if all then
       local ok
       ok, r = decide(i, ids[j], bases[j], false, false)
       if not ok then error(r) end
-      mark = SETTLE[ids[j]](i, bases[j], nil, nil, units[j])
-      gen = generation(i, ttls[j])
+      local mark = SETTLE[ids[j]](i, bases[j], nil, nil, units[j])
+      local gen = generation(i, ttls[j])
+      record_set(
+        records[j],
+        record_text({ r[1], r[2], r[3], r[4], units[j], mark, gen, ask, 0 }),
+        ttls[j]
+      )
     else
+      -- Refused: nothing consumed and nothing recorded (a repeat is decided afresh).
       local ok, probed = decide(i, ids[j], bases[j], false, true)
       if not ok then probed = { 0, 0, 0, 0 } end
       if r[1] == 1 then
@@ -183,29 +304,26 @@ local function reserve_all_request(m, first, ids, bases, units, records, ttls)
         r = { 0, r[2], r[3], r[4] }
       end
     end
-    record_set(
-      records[j],
-      record_text({ r[1], r[2], r[3], r[4], units[j], mark, gen, 0 }),
-      ttls[j]
-    )
     slots[j] = r
   end
   return slots, 0
 end
 
 -- Runs the reserve-all of n items (n / 2 pairs) from KEYS[first], ARGV[a]; returns the cursor.
+-- Every record item carries the call's TTL and ask.
 local function reserve_all(n, first, a)
-  local ids, bases, units, records, ttls = {}, {}, {}, {}, {}
+  local ids, bases, units, records, ttls, ask = {}, {}, {}, {}, {}, nil
   local m = n / 2
   for j = 1, m do
     ids[j], bases[j] = tonumber(ARGV[a]), a + 1
     local argc = tonumber(ARGV[a + 1])
     units[j] = tonumber(ARGV[a + 1 + argc])
     a = a + 2 + argc
-    records[j], ttls[j] = KEYS[first + 2 * j - 1], ARGV[a + 2]
+    records[j], ttls[j], ask = KEYS[first + 2 * j - 1], ARGV[a + 2], ARGV[a + 3]
     a = a + 2 + tonumber(ARGV[a + 1])
   end
-  local ok, slots, replayed = pcall(reserve_all_request, m, first, ids, bases, units, records, ttls)
+  local ok, slots, replayed =
+    pcall(reserve_all_request, m, first, ids, bases, units, records, ttls, ask)
   if ok then
     for j = 1, m do
       local r = slots[j]
@@ -219,19 +337,19 @@ local function reserve_all(n, first, a)
 end
 
 -- Runs the priced request of n items starting at KEYS[first] and ARGV[a]; returns the ARGV
--- cursor after it.
+-- cursor after it. A record item carries its TTL and, but for a settle, the request's ask.
 local function priced(op, n, first, a)
   if op == 'm' then return reserve_all(n, first, a) end
   local id, base = tonumber(ARGV[a]), a + 1
   local argc = tonumber(ARGV[base])
   local units = tonumber(ARGV[base + argc])
   local after = a + 2 + argc
-  local record, ttl
+  local record, ttl, ask
   if n == 2 then
-    record, ttl = KEYS[first + 1], ARGV[after + 2]
+    record, ttl, ask = KEYS[first + 1], ARGV[after + 2], ARGV[after + 3]
     after = after + 2 + tonumber(ARGV[after + 1])
   end
-  local ok, r, replayed = pcall(priced_request, op, first, id, base, units, record, ttl)
+  local ok, r, replayed = pcall(priced_request, op, first, id, base, units, record, ttl, ask)
   if ok then
     emit(r[1], r[2], r[3], r[4])
     if record then emit(replayed, 0, 0, 0) end

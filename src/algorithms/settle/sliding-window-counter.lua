@@ -6,7 +6,8 @@
 --   delta  nil: return the mark after a reservation (the index of its window), else the
 --          units to move (< 0 gives back)
 --   mark   a reservation's window index, or nil (a refund or a charge: the current window)
--- Returns { applied, remaining }: the units moved (signed), the units admissible now.
+-- Returns { applied, remaining }: the units moved (signed), the units admissible now;
+-- { 0, 0, 1 } when `mark` or `cost` is not one this state could have given (unknown).
 --
 -- Only into the window it came from: a settle or cancel applies only while the
 -- reservation's window is the current one (once it is the previous window, its weight
@@ -41,6 +42,9 @@ if not valid and (state[1] or state[2] or state[3]) then
 end
 if delta == nil then return stored or -1 end
 if valid and stored > index then index, elapsed = stored, 0 end -- the clock stepped back
+-- A window after the current one, or a cost above the limit: not a reservation of this
+-- state (a hand edit): unknown, nothing moves.
+if mark and (mark > index or cost > limit) then return { 0, 0, 1 } end
 
 local current, previous = 0, 0
 if valid then

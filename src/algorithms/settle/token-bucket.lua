@@ -9,7 +9,7 @@
 --   mark   a reservation's mark, or nil (a refund or a charge: the bucket as it is)
 --   cost   the units the reservation took (a refund: the units to give back)
 -- Returns { applied, remaining }: whole units moved (signed, rounded toward 0), the whole
--- tokens now.
+-- tokens now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given.
 --
 -- Only into the bucket state it was taken from: the tokens are refilled oldest deficit
 -- first, so at time t a reservation's tokens not refilled yet are min(cost, (mark − t) ×
@@ -46,6 +46,9 @@ elseif state[1] or state[2] then
 end
 
 if delta == nil then return stamp + ceil_div(full - scaled, rate) end
+-- A mark past a full refill from now, or a cost above the capacity: not a reservation of
+-- this bucket (a hand edit): unknown, nothing moves.
+if mark and (mark > stamp + horizon or cost > capacity) then return { 0, 0, 1 } end
 
 local moved, applied = 0, 0
 if delta < 0 then

@@ -9,7 +9,8 @@ import { intIn, luaNumber, numbers, type TwinState } from '../twin.js';
 /**
  * A settle body's twin: with `delta` undefined, the mark of the state now; else the units
  * moved (signed) and the units left, `mark` the state a reservation came from (undefined:
- * the state now), `cost` the reservation's units (a refund's or a charge's own).
+ * the state now), `cost` the reservation's units (a refund's or a charge's own); `[0, 0, 1]`
+ * when `mark` or `cost` is not one the state could have given (a hand edit: unknown).
  */
 export type SettleTwin = (
   state: TwinState,
@@ -18,7 +19,7 @@ export type SettleTwin = (
   delta: number | undefined,
   mark: number | undefined,
   cost: number,
-) => number | [applied: number, remaining: number];
+) => number | [applied: number, remaining: number, unknown?: 1];
 
 /** `at`: PEXPIRETIME of a key (−2 absent, −1 without expiry). */
 function expireTime(state: TwinState, key: string): number {
@@ -26,9 +27,10 @@ function expireTime(state: TwinState, key: string): number {
   return ttl < 0 ? ttl : state.nowMs + ttl;
 }
 
-export const fixedWindowSettle: SettleTwin = (state, key, args, delta, mark) => {
+export const fixedWindowSettle: SettleTwin = (state, key, args, delta, mark, cost) => {
   const [limit, window] = numbers(args, 3);
   if (delta === undefined) return expireTime(state, key);
+  if (mark !== undefined && (mark > state.nowMs + window || cost > limit)) return [0, 0, 1];
   const current = state.get<unknown>(key, 'string');
   let used: number | undefined;
   if (current !== undefined) {
@@ -77,6 +79,7 @@ export const tokenBucketSettle: SettleTwin = (state, key, args, delta, mark, cos
     return delta === undefined ? 0 : [0, 0];
   }
   if (delta === undefined) return stamp + ceilDiv(full - scaled, rate);
+  if (mark !== undefined && (mark > stamp + horizon || cost > capacity)) return [0, 0, 1];
   let moved: number;
   let applied: number;
   if (delta < 0) {
@@ -110,6 +113,7 @@ export const gcraSettle: SettleTwin = (state, key, args, delta, mark, cost) => {
     return delta === undefined ? 0 : [0, 0];
   }
   if (delta === undefined) return tat ?? 0;
+  if (mark !== undefined && (mark > now + tolerance || cost > burst)) return [0, 0, 1];
   tat = Math.max(tat ?? 0, now);
   let moved = 0;
   let applied = 0;
@@ -136,7 +140,7 @@ interface Counter {
   readonly p: unknown;
 }
 
-export const slidingWindowCounterSettle: SettleTwin = (state, key, args, delta, mark) => {
+export const slidingWindowCounterSettle: SettleTwin = (state, key, args, delta, mark, cost) => {
   const [limit, window] = numbers(args, 3);
   const now = state.nowMs;
   const horizon = 2 * window;
@@ -159,6 +163,7 @@ export const slidingWindowCounterSettle: SettleTwin = (state, key, args, delta, 
     index = stored as number;
     elapsed = 0;
   }
+  if (mark !== undefined && (mark > index || cost > limit)) return [0, 0, 1];
   let current = 0;
   let previous = 0;
   if (valid) {

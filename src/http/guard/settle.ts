@@ -13,10 +13,10 @@
  * `{ aborted: true }`. A response that never ends after its connection closed is never
  * settled: the reservation stays consumed, as reserved.
  */
+import { isSluiceError } from '../../errors.js';
 import type { Reservation } from '../../limiter/priced.js';
 import type { RateLimiter } from '../../limiter/rate-limiter.js';
-import type { Decision } from '../../types.js';
-import { type ResolvedLimit, scopeOf } from '../limits.js';
+import type { Decision, TakeAllItem } from '../../types.js';
 
 /** What a `settle` option sees of the response: its status code at the end. */
 export interface SettledResponse {
@@ -49,27 +49,48 @@ export type VerdictSettle = (res: SettledResponse, info?: SettleInfo) => Promise
 /**
  * Reserves `cost` on every limit, all or nothing, in one atomic script call
  * (`limiter.reserveAll`): a refused request consumes nothing on any limit, so it never
- * refuses a concurrent request with units it then gives back.
+ * refuses a concurrent request with units it then gives back. `id` is the reservation's:
+ * the request's retry key, else a fresh random one (see {@link cancelUnknown}).
  */
 export async function reserveAll(
   limiter: RateLimiter,
-  limits: readonly ResolvedLimit[],
-  tenant: string,
-  route: string,
-  user: string | undefined,
-  cost: number,
+  items: readonly TakeAllItem[],
   requestId: string | undefined,
-  id: string | undefined,
+  id: string,
 ): Promise<{ decisions: readonly Decision[]; reservations: readonly Reservation[] }> {
-  const { reservations } = await limiter.reserveAll(
-    limits.map((limit) => ({
-      scope: scopeOf(limit.per, tenant, route, user),
-      policy: limit.policy,
-      cost,
-    })),
-    { requestId, id },
-  );
+  const { reservations } = await limiter.reserveAll(items, { requestId, id });
   return { decisions: reservations, reservations };
+}
+
+/** Attempts of a cancel whose reservation's outcome is unknown (each has the deadline). */
+const CANCEL_ATTEMPTS = 3;
+
+/**
+ * Cancels the reservations of `id` on `items`, whose `reserveAll` failed with an unknown
+ * outcome (a `TimeoutError`, or a connection lost after the call was sent): it may still
+ * have been applied in Redis, and would stay consumed. A cancel that finds the reservation
+ * gives it back; one that finds none leaves a tombstone for the policy's horizon, so the
+ * reserve, if it arrives later, is refused and takes nothing (see docs/priced.md). A
+ * cancel applies at most once, so one that times out is sent again (up to 3 times); in the
+ * background, never failing the request.
+ */
+export function cancelUnknown(limiter: RateLimiter, items: readonly TakeAllItem[], id: string) {
+  const cancel = async (item: TakeAllItem) => {
+    for (let attempt = 1; attempt <= CANCEL_ATTEMPTS; attempt++) {
+      try {
+        await limiter.settle(item.scope, item.policy, id, 0);
+        return;
+      } catch (error) {
+        if (
+          !isSluiceError(error, 'SLUICE_TIMEOUT') &&
+          !isSluiceError(error, 'SLUICE_UNAVAILABLE')
+        ) {
+          return;
+        }
+      }
+    }
+  };
+  for (const item of items) void cancel(item);
 }
 
 /**

@@ -9,6 +9,7 @@
  * is read or computed once per guard.
  */
 
+import { randomUUID } from 'node:crypto';
 import { isConcurrency } from '../../algorithms/concurrency.js';
 import { InvalidInputError, isSluiceError } from '../../errors.js';
 import type { Reservation } from '../../limiter/priced.js';
@@ -25,7 +26,7 @@ import {
   record,
   unidentified,
 } from './outcome.js';
-import { reserveAll, settleOnce } from './settle.js';
+import { cancelUnknown, reserveAll, settleOnce } from './settle.js';
 import type { GuardVerdict } from './types.js';
 
 /** The guard's function: each request's verdict, recorded on `counts`. */
@@ -76,6 +77,7 @@ export function requestSteps<Req>(
     let cached = false;
     let leases: readonly Lease[] | undefined;
     let reserved: readonly Reservation[] | undefined;
+    let reserveId: string | undefined;
     // The id the limiter call carries (none on a lease's acquire or a takeAll with leases).
     let claimId = id;
     try {
@@ -97,16 +99,16 @@ export function requestSteps<Req>(
         if (lease.allowed) leases = [lease];
         claimId = undefined;
       } else if (config.settle !== undefined) {
-        // Priced at the end: reserved now, settled when the response ends (settle.ts).
+        // Priced at the end: reserved now, settled when the response ends (settle.ts). Under
+        // the retry key when there is one (a retry, or a concurrent copy, replays the
+        // reservation: counted once, its handler run once); else under a fresh random id,
+        // by which a reserve whose reply was lost to a timeout is cancelled below.
+        if (id === undefined) reserveId = randomUUID();
         ({ decisions, reservations: reserved } = await reserveAll(
           limiter,
-          limits,
-          tenant,
-          route,
-          user,
-          cost,
+          takeAllItems(limits, tenant, route, user, cost),
           requestId,
-          id,
+          reserveId ?? (id as string),
         ));
       } else if (limits.length === 1) {
         const only = limits[0] as ResolvedLimit;
@@ -144,6 +146,24 @@ export function requestSteps<Req>(
         return duplicate(config, counts, route, names);
       }
     } catch (error) {
+      if (
+        reserveId !== undefined &&
+        reserved === undefined &&
+        (isSluiceError(error, 'SLUICE_TIMEOUT') || isSluiceError(error, 'SLUICE_UNAVAILABLE'))
+      ) {
+        // The reserve's outcome is unknown: cancel it by its id (a tombstone if it has not
+        // arrived yet), so it never stays consumed for a request that never ran. (Under a
+        // retry key, the client's retry replays it instead.)
+        cancelUnknown(limiter, takeAllItems(limits, tenant, route, user, cost), reserveId);
+      }
+      // The retry key was used for another request (other limits or cost): a duplicate key.
+      if (
+        isSluiceError(error, 'SLUICE_INVALID_INPUT') &&
+        error.field === 'id' &&
+        id !== undefined
+      ) {
+        return duplicate(config, counts, route, names);
+      }
       // Bad input is a programming error and a refused configuration (a wrong password, a
       // missing permission) a mistake to fix, not an outage: never masked as fail-open,
       // never a 503 that says "try again"; the framework's error handling answers it (500).
