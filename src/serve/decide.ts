@@ -140,13 +140,13 @@ export class Decider {
       if (p.hits === 0 || (refused && !p.shadow && !p.quota)) {
         pending.push(
           limiter.peek(scope, p.policy).then((d) => {
-            outcomes[i] = fromDecision(d, !d.allowed);
+            outcomes[i] = fromDecision(d, !d.allowed, p.unitMs);
           }),
         );
       } else if (p.shadow || p.quota) {
         pending.push(
           limiter.take(scope, p.policy, { cost: p.hits }).then((d) => {
-            outcomes[i] = fromDecision(d, !d.allowed);
+            outcomes[i] = fromDecision(d, !d.allowed, p.unitMs);
           }),
         );
       } else {
@@ -168,12 +168,12 @@ export class Decider {
       pending.push(
         limiter.takeAll(items).then(async (result) => {
           const after = result.allowed ? [] : await chargeRefused(limiter, items, result.decisions);
-          planned.forEach((_, i) => {
+          planned.forEach((p, i) => {
             const j = itemOf[i];
             if (j === undefined) return;
             const d = result.decisions[j] as Decision;
             const over = !result.allowed && d.retryAfterMs > 0;
-            outcomes[i] = after[j] ?? fromDecision(d, over);
+            outcomes[i] = after[j] ?? fromDecision(d, over, (p as Limited).unitMs);
           });
         }),
       );
@@ -314,8 +314,14 @@ function deniesAll(p: Planned): boolean {
   return p.kind === 'denied' && !p.shadow && !p.quota;
 }
 
-function fromDecision(d: Decision, over: boolean): Outcome {
-  return { over, remaining: d.remaining, resetMs: d.resetMs };
+/**
+ * A limited descriptor's outcome from its decision. A scope with no state yet (or none left:
+ * a clean scope, whose decision's `resetMs` is 0) reports the window a hit now would start,
+ * its limit's unit (`unitMs`), as the first hit of a fixed window does — not 0, which would
+ * tell Envoy's clients that the quota resets at once.
+ */
+function fromDecision(d: Decision, over: boolean, unitMs: number): Outcome {
+  return { over, remaining: d.remaining, resetMs: d.resetMs > 0 ? d.resetMs : unitMs };
 }
 
 /**
