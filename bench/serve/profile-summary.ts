@@ -70,7 +70,8 @@ function category(f: Frame): string | undefined {
   if (/node:internal\/(modules|deps|source_map|bootstrap)|\/tsx\//.test(url)) return 'start-up';
   if (/node_modules\/@redis\//.test(url)) return 'node-redis';
   if (/node:internal\/crypto/.test(url)) return 'SHA-256 (key hashing)';
-  const own = /\/dist\/(.*)\.js$/.exec(url);
+  if (/\/bench\//.test(url)) return 'the bench harness';
+  const own = /\/(?:dist|src)\/(.*)\.[jt]s$/.exec(url);
   if (own) {
     const path = own[1] as string;
     if (path.startsWith('serve/')) return `sluice ${path}`;
@@ -94,15 +95,19 @@ const ENTRIES: readonly [string, RegExp, RegExp][] = [
   [
     'sluice serve: the handler (all of sluice under it)',
     /^shouldRateLimit$/,
-    /serve\/service\.js$/,
+    /serve\/service\.[jt]s$/,
   ],
-  ['  readRequest (the request checked)', /^readRequest$/, /serve\/request\.js$/],
-  ['  Decider.decide (plan, takeAll, answer)', /^(decide|#sluice|#answer)$/, /serve\/decide\.js$/],
-  ['    plan (rule matching)', /^plan$/, /serve\/plan\.js$/],
-  ['    RuleSet.match', /^match$/, /serve\/rules\/tree\.js$/],
-  ['    limiter.takeAll', /^takeAll$/, /limiter\/rate-limiter\.js$/],
-  ['  metrics', /.*/, /serve\/metrics\.js$/],
-  ['  turn gate', /.*/, /serve\/turn-gate\.js$/],
+  ['  readRequest (the request checked)', /^readRequest$/, /serve\/request\.[jt]s$/],
+  [
+    '  Decider.decide (plan, takeAll, answer)',
+    /^(decide|#sluice|#answer)$/,
+    /serve\/decide\.[jt]s$/,
+  ],
+  ['    plan (rule matching)', /^plan$/, /serve\/plan\.[jt]s$/],
+  ['    RuleSet.match', /^match$/, /serve\/rules\/tree\.[jt]s$/],
+  ['    limiter.takeAll', /^takeAll$/, /limiter\/rate-limiter\.[jt]s$/],
+  ['  metrics', /.*/, /serve\/metrics\.[jt]s$/],
+  ['  turn gate', /.*/, /serve\/turn-gate\.[jt]s$/],
   ['grpc-js: a call (its stream handler, interceptors)', /.*/, /@grpc\/grpc-js\//],
   [
     'protobuf decode/encode',
