@@ -9,7 +9,11 @@
  *
  *   npm run build && node --import tsx bench/serve/run.ts [--duration 3000]
  *     [--cases 1x256,3r2000] [--client h2|grpc-js] [--cli other/dist/cli/main.js]
- *     [--server-node-args "--cpu-prof --cpu-prof-dir=DIR"]
+ *     [--server-node-args "--cpu-prof --cpu-prof-dir=DIR"] [--server sluice|floor|floor-raw]
+ *
+ * `--server floor`: instead of `sluice serve`, the bare grpc-js server of `floor.ts` (the same
+ * `.proto`, a constant `OK`, no Redis): what the service cannot go under on this machine;
+ * `floor-raw`: that server with no protobuf decoding or encoding.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -50,6 +54,9 @@ const LOAD = clientAt > 0 && process.argv[clientAt + 1] === 'grpc-js' ? 'load.ts
 const cliAt = process.argv.indexOf('--cli');
 /** `--cli PATH`: another build's `dist/cli/main.js` (a before/after comparison). */
 const CLI = cliAt > 0 ? (process.argv[cliAt + 1] as string) : join(ROOT, 'dist/cli/main.js');
+const serverAt = process.argv.indexOf('--server');
+/** `--server sluice` (default), `floor` or `floor-raw` (`floor.ts`). */
+const SERVER = serverAt > 0 ? (process.argv[serverAt + 1] as string) : 'sluice';
 const TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout.toString().trim() || 100);
 
 const RULES = `
@@ -88,17 +95,21 @@ const dir = mkdtempSync(join(tmpdir(), 'sluice-serve-bench-'));
 writeFileSync(join(dir, 'bench.yaml'), RULES);
 const server = spawn(
   process.execPath,
-  [...NODE_ARGS, CLI, 'serve', '--config', dir, '--redis-url', redis.url].concat([
-    '--host',
-    '127.0.0.1',
-    '--grpc-port',
-    '0',
-    '--http-port',
-    '0',
-    '--max-in-flight',
-    '5000',
-  ]),
-  { stdio: ['ignore', 'ignore', 'pipe'] },
+  SERVER === 'sluice'
+    ? [...NODE_ARGS, CLI, 'serve', '--config', dir, '--redis-url', redis.url].concat([
+        '--host',
+        '127.0.0.1',
+        '--grpc-port',
+        '0',
+        '--http-port',
+        '0',
+        '--max-in-flight',
+        '5000',
+      ])
+    : [...NODE_ARGS, '--import', 'tsx', join(ROOT, 'bench/serve/floor.ts')].concat(
+        SERVER === 'floor-raw' ? ['--codec', 'raw'] : [],
+      ),
+  { stdio: ['ignore', 'ignore', 'pipe'], cwd: ROOT },
 );
 const port = await new Promise<number>((resolve, reject) => {
   let text = '';
@@ -140,7 +151,17 @@ try {
       if (r.errors > 0) console.log(JSON.stringify(r.errorKinds));
     }
   }
-  // The library's own take, in process, 16 callers: CPU per decision.
+  // The library's own take, in process, 16 callers: CPU per decision (`--no-library`: not).
+  if (!process.argv.includes('--no-library')) await libraryTake();
+} finally {
+  server.kill('SIGTERM');
+  await new Promise((resolve) => server.once('exit', resolve));
+  await redis.stop();
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** The library's own `take` on the same Redis, in process, 16 callers: CPU per decision. */
+async function libraryTake(): Promise<void> {
   const client = await connectRedis({ url: redis.url });
   const limiter = new RateLimiter({ client, maxInFlight: 5000 });
   const policy = fixedWindow({ limit: 1_000_000_000, windowMs: 3_600_000 });
@@ -162,9 +183,4 @@ try {
   rows.push(line);
   console.log(line);
   await client.close();
-} finally {
-  server.kill('SIGTERM');
-  await new Promise((resolve) => server.once('exit', resolve));
-  await redis.stop();
-  rmSync(dir, { recursive: true, force: true });
 }

@@ -15,7 +15,7 @@ import { MAX_SCOPE_PART_LENGTH, MAX_TAKE_ALL_ITEMS } from '../bounds.js';
 import type { RateLimiter } from '../limiter/rate-limiter.js';
 import type { ScriptStore } from '../stores/store.js';
 import type { Decision, Scope, TakeAllItem } from '../types.js';
-import { type Limited, type Planned, plan } from './plan.js';
+import { type Denied, type Limited, type Planned, plan } from './plan.js';
 import type { Policies } from './policies.js';
 import { countReference, referenceKey } from './reference-count.js';
 import { BadRequestError, type ServeRequest } from './request.js';
@@ -27,7 +27,7 @@ import {
   type StructValue,
   UNLIMITED_REMAINING,
 } from './response.js';
-import type { RuleSet } from './rules/tree.js';
+import type { Rule, RuleSet } from './rules/tree.js';
 import type { AnswerSettings } from './settings.js';
 
 /** No valid configuration is loaded: answered as `UNAVAILABLE`. */
@@ -81,6 +81,8 @@ export interface DeciderOptions {
 
 export class Decider {
   readonly #o: DeciderOptions;
+  /** Each rule's `current_limit` (answers share it; a new configuration has new rules). */
+  readonly #limits = new WeakMap<Rule, NonNullable<DescriptorStatus['current_limit']>>();
 
   constructor(options: DeciderOptions) {
     this.#o = options;
@@ -96,24 +98,35 @@ export class Decider {
     const rules = this.#o.rules();
     if (rules === undefined) throw new NoConfigError();
     const planned = plan(request, rules, this.#o.policies);
-    const limited = planned.filter((p) => p.kind === 'limited').length;
+    let limited = 0;
+    let denied = false;
+    let refused = false;
+    for (const p of planned) {
+      if (p.kind === 'limited') limited++;
+      else if (p.kind === 'denied') {
+        denied = true;
+        if (deniesAll(p)) refused = true;
+      }
+    }
     if (limited > MAX_TAKE_ALL_ITEMS) {
       // One atomic call each way, and a script's time is bounded by its keys.
       throw new BadRequestError(
         `at most ${MAX_TAKE_ALL_ITEMS} limited descriptors per request are decided in one atomic call; received ${limited}`,
       );
     }
-    planned.forEach(checkKeyLength);
+    for (let i = 0; i < planned.length; i++) checkKeyLength(planned[i] as Planned, i);
     const outcomes =
       this.#o.settings.compat === 'reference'
         ? await this.#reference(request.domain, planned)
-        : await this.#sluice(request.domain, planned, planned.some(deniesAll));
-    planned.forEach((p, i) => {
-      // Over before any hit, as the reference (its reset: the clock-aligned unit's end).
-      if (p.kind === 'denied') {
-        outcomes[i] = { over: true, remaining: 0, resetMs: p.unitMs - (Date.now() % p.unitMs) };
-      }
-    });
+        : await this.#sluice(request.domain, planned, refused);
+    if (denied) {
+      planned.forEach((p, i) => {
+        // Over before any hit, as the reference (its reset: the clock-aligned unit's end).
+        if (p.kind === 'denied') {
+          outcomes[i] = { over: true, remaining: 0, resetMs: p.unitMs - (Date.now() % p.unitMs) };
+        }
+      });
+    }
     const label = rules.hasDomain(request.domain) ? request.domain : UNKNOWN_DOMAIN;
     return this.#answer(label, planned, outcomes);
   }
@@ -128,33 +141,43 @@ export class Decider {
     refused: boolean,
   ): Promise<(Outcome | undefined)[]> {
     const limiter = this.#o.limiter;
-    const outcomes: (Outcome | undefined)[] = planned.map(() => undefined);
+    const outcomes: (Outcome | undefined)[] = new Array(planned.length).fill(undefined);
     const items: TakeAllItem[] = [];
-    const itemOf: number[] = []; // descriptor index → item index (enforced ones)
-    const seen = new Map<string, number>();
-    const pending: Promise<void>[] = [];
-    planned.forEach((p, i) => {
-      if (p.kind !== 'limited') return;
+    /** Descriptor index → item index (the enforced ones), -1 for the others. */
+    let itemOf: number[] | undefined;
+    let pending: Promise<void>[] | undefined;
+    for (let i = 0; i < planned.length; i++) {
+      const p = planned[i] as Planned;
+      if (p.kind !== 'limited') continue;
       // Structure-safe: ["a_b.c"] and ["a_b", "c"] are two scopes.
       const scope: Scope = { tenant: domain, route: JSON.stringify(p.counted) };
       if (p.hits === 0 || (refused && !p.shadow && !p.quota)) {
+        pending ??= [];
         pending.push(
           limiter.peek(scope, p.policy).then((d) => {
-            outcomes[i] = fromDecision(d, !d.allowed);
+            outcomes[i] = fromDecision(d, !d.allowed, p.unitMs);
           }),
         );
       } else if (p.shadow || p.quota) {
+        pending ??= [];
         pending.push(
           limiter.take(scope, p.policy, { cost: p.hits }).then((d) => {
-            outcomes[i] = fromDecision(d, !d.allowed);
+            outcomes[i] = fromDecision(d, !d.allowed, p.unitMs);
           }),
         );
       } else {
-        // The same counter twice in one request: one item, the hits added up.
-        const id = `${p.policy.id}\0${scope.route}`;
-        const at = seen.get(id);
-        if (at === undefined) {
-          seen.set(id, items.length);
+        itemOf ??= new Array(planned.length).fill(-1);
+        // The same counter twice in one request: one item, the hits added up (at most 16
+        // items: a scan, no map).
+        let at = -1;
+        for (let k = 0; k < items.length; k++) {
+          const item = items[k] as TakeAllItem;
+          if (item.policy.id === p.policy.id && item.scope.route === scope.route) {
+            at = k;
+            break;
+          }
+        }
+        if (at < 0) {
           itemOf[i] = items.length;
           items.push({ scope, policy: p.policy, cost: p.hits });
         } else {
@@ -163,22 +186,28 @@ export class Decider {
           items[at] = { ...item, cost: (item.cost ?? 1) + p.hits };
         }
       }
-    });
-    if (items.length > 0) {
-      pending.push(
-        limiter.takeAll(items).then(async (result) => {
-          const after = result.allowed ? [] : await chargeRefused(limiter, items, result.decisions);
-          planned.forEach((_, i) => {
-            const j = itemOf[i];
-            if (j === undefined) return;
-            const d = result.decisions[j] as Decision;
-            const over = !result.allowed && d.retryAfterMs > 0;
-            outcomes[i] = after[j] ?? fromDecision(d, over);
-          });
-        }),
-      );
     }
-    await Promise.all(pending);
+    if (items.length > 0) {
+      const of = itemOf as number[];
+      const decided = limiter.takeAll(items).then(async (result) => {
+        const after = result.allowed
+          ? NONE_CHARGED
+          : await chargeRefused(limiter, items, result.decisions);
+        for (let i = 0; i < planned.length; i++) {
+          const j = of[i] as number;
+          if (j < 0) continue;
+          const d = result.decisions[j] as Decision;
+          const over = !result.allowed && d.retryAfterMs > 0;
+          outcomes[i] = after[j] ?? fromDecision(d, over, (planned[i] as Limited).unitMs);
+        }
+      });
+      if (pending === undefined) {
+        await decided;
+        return outcomes;
+      }
+      pending.push(decided);
+    }
+    if (pending !== undefined) await Promise.all(pending);
     return outcomes;
   }
 
@@ -220,20 +249,22 @@ export class Decider {
     const report = this.#o.onDescriptor;
     let over = false;
     let overrideOver = false;
-    const violations: StructValue[] = [];
+    let violations: StructValue[] | undefined;
     let quotaRules = false;
-    let tightest: { status: DescriptorStatus; resetMs: number } | undefined;
-    const statuses = planned.map((p, i): DescriptorStatus => {
+    let tightest: DescriptorStatus | undefined;
+    let tightestResetMs = 0;
+    const statuses: DescriptorStatus[] = new Array(planned.length);
+    for (let i = 0; i < planned.length; i++) {
+      const p = planned[i] as Planned;
       if (p.kind === 'none') {
         report?.(domain, '', 'no_rule');
-        return { code: 'OK', limit_remaining: 0 };
+        statuses[i] = NO_RULE;
+        continue;
       }
       if (p.kind === 'unlimited' || p.kind === 'replaced') {
         report?.(domain, p.rule.fullKey, p.kind);
-        return {
-          code: 'OK',
-          limit_remaining: p.kind === 'unlimited' ? UNLIMITED_REMAINING : 0,
-        };
+        statuses[i] = p.kind === 'unlimited' ? UNLIMITED : REPLACED;
+        continue;
       }
       const o = outcomes[i] as Outcome;
       if (p.quota) quotaRules = true;
@@ -242,6 +273,7 @@ export class Decider {
       if (o.over && p.shadow) outcome = 'shadow_over_limit';
       else if (o.over && p.quota) {
         outcome = 'quota_over_limit';
+        violations ??= [];
         violations.push({ numberValue: i });
       } else if (o.over) {
         code = 'OVER_LIMIT';
@@ -254,24 +286,25 @@ export class Decider {
       else report?.(domain, p.rule.fullKey, outcome, `${domain}.${p.counted.join('.')}`);
       const status: DescriptorStatus = {
         code,
-        current_limit: { requests_per_unit: p.requestsPerUnit, unit: p.unit, name: p.name },
+        current_limit: this.#currentLimit(p),
         limit_remaining: Math.min(o.remaining, UNLIMITED_REMAINING),
         duration_until_reset: durationOf(o.resetMs),
       };
-      if (tightest === undefined || status.limit_remaining < tightest.status.limit_remaining) {
-        tightest = { status, resetMs: o.resetMs };
+      if (tightest === undefined || status.limit_remaining < tightest.limit_remaining) {
+        tightest = status;
+        tightestResetMs = o.resetMs;
       }
-      return status;
-    });
+      statuses[i] = status;
+    }
     const overall: Code = (settings.shadowMode ? overrideOver : over) ? 'OVER_LIMIT' : 'OK';
-    const headers: { key: string; value: string }[] = [];
+    let headers: readonly { key: string; value: string }[] = NO_HEADERS;
     if (settings.headers !== undefined && tightest !== undefined) {
-      const limit = tightest.status.current_limit;
-      headers.push(
+      const limit = tightest.current_limit;
+      headers = [
         { key: settings.headers.limit, value: String(limit?.requests_per_unit ?? 0) },
-        { key: settings.headers.remaining, value: String(tightest.status.limit_remaining) },
-        { key: settings.headers.reset, value: String(Math.ceil(tightest.resetMs / 1000)) },
-      );
+        { key: settings.headers.remaining, value: String(tightest.limit_remaining) },
+        { key: settings.headers.reset, value: String(Math.ceil(tightestResetMs / 1000)) },
+      ];
     }
     const response: ServeResponse = {
       overall_code: overall,
@@ -284,12 +317,32 @@ export class Decider {
       dynamic_metadata: {
         fields: {
           quotaModeEnabled: { boolValue: true },
-          quotaModeViolations: { listValue: { values: violations } },
+          quotaModeViolations: { listValue: { values: violations ?? [] } },
         },
       },
     };
   }
+
+  /** A limited descriptor's `current_limit`: one object per rule, built once (answers share it). */
+  #currentLimit(p: Limited | Denied): NonNullable<DescriptorStatus['current_limit']> {
+    const rule = p.rule;
+    let limit = rule === undefined ? undefined : this.#limits.get(rule);
+    if (limit === undefined) {
+      limit = Object.freeze({ requests_per_unit: p.requestsPerUnit, unit: p.unit, name: p.name });
+      if (rule !== undefined) this.#limits.set(rule, limit);
+    }
+    return limit;
+  }
 }
+
+/** The statuses that depend on nothing but their kind (answers share them). */
+const NO_RULE: DescriptorStatus = Object.freeze({ code: 'OK', limit_remaining: 0 });
+const UNLIMITED: DescriptorStatus = Object.freeze({
+  code: 'OK',
+  limit_remaining: UNLIMITED_REMAINING,
+});
+const REPLACED: DescriptorStatus = NO_RULE;
+const NO_HEADERS: readonly { key: string; value: string }[] = Object.freeze([]);
 
 /**
  * A limited descriptor's entries, as one key, fit sluice's scope bound (65,536 characters of
@@ -314,8 +367,17 @@ function deniesAll(p: Planned): boolean {
   return p.kind === 'denied' && !p.shadow && !p.quota;
 }
 
-function fromDecision(d: Decision, over: boolean): Outcome {
-  return { over, remaining: d.remaining, resetMs: d.resetMs };
+/**
+ * A limited descriptor's outcome from its decision. A scope with no state yet (or none left:
+ * a clean scope, whose decision's `resetMs` is 0) reports the window a hit now would start,
+ * its limit's unit (`unitMs`), as the first hit of a fixed window does — not 0, which would
+ * tell Envoy's clients that the quota resets at once.
+ */
+/** No item charged (an admitted takeAll). */
+const NONE_CHARGED: readonly (Outcome | undefined)[] = Object.freeze([]);
+
+function fromDecision(d: Decision, over: boolean, unitMs: number): Outcome {
+  return { over, remaining: d.remaining, resetMs: d.resetMs > 0 ? d.resetMs : unitMs };
 }
 
 /**

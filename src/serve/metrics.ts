@@ -14,8 +14,15 @@ export const MAX_DETAILED_KEYS = 1000;
 
 /** `GET /metrics`'s families; see docs/serve.md. */
 export class ServeMetrics {
-  readonly #requests = new Map<string, number>();
-  readonly #descriptors = new Map<string, number>();
+  /** By result: the row's labels and its count (a call counts without building a string). */
+  readonly #requests = new Map<string, Row>();
+  /**
+   * By domain, then key, then outcome (nested, so that counting a descriptor looks its row up
+   * without building its label text; the text is built once, when the row is new).
+   */
+  readonly #descriptors = new Map<string, Map<string, Map<string, Row>>>();
+  /** Every descriptor row, in the order they were first counted (the exposition's order). */
+  readonly #descriptorRows: Row[] = [];
   readonly #reloads = new Map<string, number>();
   readonly #detailed = new Set<string>();
   readonly #buckets = BUCKETS_MS.map(() => 0);
@@ -32,11 +39,17 @@ export class ServeMetrics {
 
   /** One call answered: `ok`, `over_limit`, or the gRPC error it got. */
   request(result: string, ms: number): void {
-    add(this.#requests, `result="${result}"`);
+    let row = this.#requests.get(result);
+    if (row === undefined) {
+      row = { labels: `result="${result}"`, value: 0 };
+      this.#requests.set(result, row);
+    }
+    row.value++;
     this.#count++;
     this.#sumMs += ms;
-    for (let i = 0; i < BUCKETS_MS.length; i++) {
-      if (ms <= (BUCKETS_MS[i] as number)) this.#buckets[i] = (this.#buckets[i] as number) + 1;
+    // The buckets are cumulative: every bound from the first one ms fits under.
+    for (let i = BUCKETS_MS.length - 1; i >= 0 && ms <= (BUCKETS_MS[i] as number); i--) {
+      this.#buckets[i] = (this.#buckets[i] as number) + 1;
     }
   }
 
@@ -46,7 +59,23 @@ export class ServeMetrics {
       if (this.#detailed.size < MAX_DETAILED_KEYS) this.#detailed.add(detail);
     }
     if (detail !== undefined && this.#detailed.has(detail)) key = detail;
-    add(this.#descriptors, `domain="${esc(domain)}",key="${esc(key)}",outcome="${outcome}"`);
+    let keys = this.#descriptors.get(domain);
+    if (keys === undefined) {
+      keys = new Map();
+      this.#descriptors.set(domain, keys);
+    }
+    let outcomes = keys.get(key);
+    if (outcomes === undefined) {
+      outcomes = new Map();
+      keys.set(key, outcomes);
+    }
+    let row = outcomes.get(outcome);
+    if (row === undefined) {
+      row = { labels: `domain="${esc(domain)}",key="${esc(key)}",outcome="${outcome}"`, value: 0 };
+      outcomes.set(outcome, row);
+      this.#descriptorRows.push(row);
+    }
+    row.value++;
   }
 
   reload(ok: boolean): void {
@@ -56,9 +85,9 @@ export class ServeMetrics {
   /** The text format. */
   text(): string {
     const lines: string[] = [];
-    const family = (name: string, type: string, help: string, rows: Map<string, number>) => {
+    const family = (name: string, type: string, help: string, rows: Iterable<Row>) => {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
-      for (const [labels, value] of rows) lines.push(`${name}{${labels}} ${value}`);
+      for (const { labels, value } of rows) lines.push(`${name}{${labels}} ${value}`);
     };
     const gauge = (name: string, help: string, value: number) => {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`, `${name} ${value}`);
@@ -67,19 +96,19 @@ export class ServeMetrics {
       'sluice_serve_requests_total',
       'counter',
       'ShouldRateLimit calls by result.',
-      this.#requests,
+      this.#requests.values(),
     );
     family(
       'sluice_serve_descriptors_total',
       'counter',
       'Descriptors decided, by domain, rule key and outcome.',
-      this.#descriptors,
+      this.#descriptorRows,
     );
     family(
       'sluice_serve_config_reloads_total',
       'counter',
       'Configuration loads by result.',
-      this.#reloads,
+      [...this.#reloads].map(([labels, value]) => ({ labels, value })),
     );
     gauge(
       'sluice_serve_config_loaded',
@@ -107,6 +136,12 @@ export class ServeMetrics {
     );
     return `${lines.join('\n')}\n`;
   }
+}
+
+/** One row of a counter family: its label text and its count. */
+interface Row {
+  readonly labels: string;
+  value: number;
 }
 
 function add(map: Map<string, number>, key: string): void {

@@ -54,54 +54,26 @@ export type Planned =
  * is answered as check only (sluice never gives quota back).
  */
 export function plan(request: ServeRequest, rules: RuleSet, policies: Policies): Planned[] {
+  const descriptors = request.descriptors;
+  const planned: Planned[] = new Array(descriptors.length);
   // An unknown domain has no limit, overrides included (the reference's GetLimit).
-  if (!rules.hasDomain(request.domain)) return request.descriptors.map(() => ({ kind: 'none' }));
-  const planned: Planned[] = request.descriptors.map((d) => {
-    const hits = d.negativeHits ? 0 : (d.hitsAddend ?? (request.hitsAddend || 1));
-    if (d.override !== undefined && d.entries.length > 0) {
-      // Keys are the request's own here: each entry as a [key, value] pair, so that no two
-      // descriptors share a counter (`k_v` = '' and `k` = `v` would, as `key_value`).
-      const counted = d.entries.map((e) => JSON.stringify([e.key, e.value]));
-      const { requestsPerUnit, unit } = d.override;
-      const policy = policies.ofOverride(requestsPerUnit, unit);
-      return {
-        kind: 'limited',
-        rule: undefined,
-        policy,
-        requestsPerUnit,
-        unit,
-        unitMs: policy.quotaWindowMs,
-        name: '',
-        counted,
-        hits,
-        shadow: false,
-        quota: false,
-      };
+  if (!rules.hasDomain(request.domain)) return planned.fill(NONE);
+  let replaces = false;
+  for (let i = 0; i < descriptors.length; i++) {
+    const d = descriptors[i] as (typeof descriptors)[number];
+    const p = planOne(request, d, rules, policies);
+    if ((p.kind === 'limited' || p.kind === 'denied') && p.rule !== undefined) {
+      if (p.rule.limit.replaces.length > 0) replaces = true;
     }
-    const match = rules.match(request.domain, d.entries);
-    if (match === undefined) return { kind: 'none' };
-    const { rule } = match;
-    if (rule.limit.unlimited) return { kind: 'unlimited', rule };
-    const shared = {
-      rule,
-      requestsPerUnit: rule.limit.requestsPerUnit,
-      unit: rule.limit.unit as Unit,
-      unitMs: rule.unitMs,
-      name: rule.limit.name ?? '',
-      counted: match.counted,
-      shadow: rule.shadowMode,
-      quota: rule.quotaMode,
-    };
-    if (rule.limit.requestsPerUnit === 0) return { kind: 'denied', ...shared };
-    return { kind: 'limited', policy: policies.ofRule(rule), hits, ...shared };
-  });
+    planned[i] = p;
+  }
+  if (!replaces) return planned;
   const replaced = new Set<string>();
   for (const p of planned) {
     if ((p.kind === 'limited' || p.kind === 'denied') && p.rule !== undefined) {
       for (const name of p.rule.limit.replaces) replaced.add(name);
     }
   }
-  if (replaced.size === 0) return planned;
   return planned.map((p) =>
     (p.kind === 'limited' || p.kind === 'denied') &&
     p.rule?.limit.name !== undefined &&
@@ -109,4 +81,69 @@ export function plan(request: ServeRequest, rules: RuleSet, policies: Policies):
       ? { kind: 'replaced', rule: p.rule }
       : p,
   );
+}
+
+/** A descriptor without a rule (one object: it says nothing else). */
+const NONE: Planned = Object.freeze({ kind: 'none' });
+
+function planOne(
+  request: ServeRequest,
+  d: ServeRequest['descriptors'][number],
+  rules: RuleSet,
+  policies: Policies,
+): Planned {
+  const hits = d.negativeHits ? 0 : (d.hitsAddend ?? (request.hitsAddend || 1));
+  if (d.override !== undefined && d.entries.length > 0) {
+    // Keys are the request's own here: each entry as a [key, value] pair, so that no two
+    // descriptors share a counter (`k_v` = '' and `k` = `v` would, as `key_value`).
+    const counted = d.entries.map((e) => JSON.stringify([e.key, e.value]));
+    const { requestsPerUnit, unit } = d.override;
+    const policy = policies.ofOverride(requestsPerUnit, unit);
+    return {
+      kind: 'limited',
+      rule: undefined,
+      policy,
+      requestsPerUnit,
+      unit,
+      unitMs: policy.quotaWindowMs,
+      name: '',
+      counted,
+      hits,
+      shadow: false,
+      quota: false,
+    };
+  }
+  const match = rules.match(request.domain, d.entries);
+  if (match === undefined) return NONE;
+  const { rule } = match;
+  if (rule.limit.unlimited) return { kind: 'unlimited', rule };
+  const requestsPerUnit = rule.limit.requestsPerUnit;
+  const unit = rule.limit.unit as Unit;
+  const name = rule.limit.name ?? '';
+  if (requestsPerUnit === 0) {
+    return {
+      kind: 'denied',
+      rule,
+      requestsPerUnit,
+      unit,
+      unitMs: rule.unitMs,
+      name,
+      counted: match.counted,
+      shadow: rule.shadowMode,
+      quota: rule.quotaMode,
+    };
+  }
+  return {
+    kind: 'limited',
+    rule,
+    policy: policies.ofRule(rule),
+    requestsPerUnit,
+    unit,
+    unitMs: rule.unitMs,
+    name,
+    counted: match.counted,
+    hits,
+    shadow: rule.shadowMode,
+    quota: rule.quotaMode,
+  };
 }

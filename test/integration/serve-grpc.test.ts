@@ -168,6 +168,38 @@ describe('sluice serve over gRPC', () => {
       assert.ok(reset >= 59 && reset <= 60, `reset ${reset}`);
     });
 
+    it('a fresh scope reports its window’s time to reset, as a hit does (not 0)', async () => {
+      const ms = (d: { seconds: string; nanos: number } | null | undefined) =>
+        d === null || d === undefined ? 0 : Number(d.seconds) * 1000 + d.nanos / 1e6;
+      const [x, y, z] = [fresh(), fresh(), fresh()];
+      // A check (hits_addend 0) of a scope never hit: the minute a first hit starts.
+      const check = await sluice.should({
+        domain: 'shop',
+        descriptors: [{ entries: [{ key: 'b', value: x }], hits_addend: { value: 0 } }],
+      });
+      assert.equal(check.statuses[0]?.limit_remaining, 5);
+      assert.equal(ms(check.statuses[0]?.duration_until_reset), 60_000);
+      // A fresh descriptor of a refused request (nothing spent on it), refused by Redis…
+      await sluice.should(request('shop', [`a=${y}`]));
+      const refused = await sluice.should(request('shop', [`a=${y}`], [`b=${y}`]));
+      assert.deepEqual(
+        refused.statuses.map((s) => s.code),
+        ['OVER_LIMIT', 'OK'],
+      );
+      assert.equal(ms(refused.statuses[1]?.duration_until_reset), 60_000);
+      // … and by the limiter's local denial cache (the over scope known to be over).
+      const again = await sluice.should(request('shop', [`a=${y}`], [`b=${z}`]));
+      assert.equal(again.overall_code, 'OVER_LIMIT');
+      assert.equal(ms(again.statuses[1]?.duration_until_reset), 60_000);
+      // The first hit itself: its window, then less as it runs.
+      const first = await sluice.should(request('shop', [`b=${x}`]));
+      const reset = ms(first.statuses[0]?.duration_until_reset);
+      assert.ok(reset > 55_000 && reset <= 60_000, `first hit: reset ${reset} ms`);
+      // The header of the tightest descriptor says the same, in seconds.
+      const header = check.response_headers_to_add.find((h) => h.key === 'RateLimit-Reset');
+      assert.equal(header?.value, '60');
+    });
+
     it('--compat reference: every matched descriptor incremented, clock-aligned windows', async () => {
       const v = fresh();
       const req = request('shop', [`a=${v}`], [`b=${v}`]);

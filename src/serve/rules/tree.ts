@@ -100,10 +100,11 @@ export class RuleSet {
       let next = level.exact.get(finalKey);
       let as = finalKey;
       if (next === undefined) {
-        const wildcard = level.wildcards.find((w) => finalKey.startsWith(w.prefix));
-        if (wildcard !== undefined) {
+        for (const wildcard of level.wildcards) {
+          if (!finalKey.startsWith(wildcard.prefix)) continue;
           next = wildcard.node;
           if (next.shareThreshold) as = wildcard.key;
+          break;
         }
       }
       next ??= level.exact.get(entry.key);
