@@ -34,8 +34,16 @@
 -- or { -1, k, 0, 0 } when its request failed — followed by the error messages, the k-th at
 -- 4N + k (N the number of items). A failed request reports its error on every item.
 
+-- A call of this script runs its whole chunk, so every function defined at the top is a
+-- closure made on every call (see bench/PROFILE.md, "Nothing gets slower"): an algorithm's
+-- function, the block functions and the priced and prefetch operations are made by the first
+-- item of a call that needs them, once per call.
 local ALGORITHMS = {}
+-- ALGORITHMS[id], made on first use (nil for an unknown id).
+local function algorithm_of(id)
 --[[ALGORITHMS]]--
+  return ALGORITHMS[id]
+end
 
 local out = {}
 local errors = {}
@@ -44,10 +52,13 @@ local o = 1
 --[[BLOCK]]--
 
 local function decide(i, id, base, dry, probe)
-  local algorithm = ALGORITHMS[id]
+  local algorithm = ALGORITHMS[id] or algorithm_of(id)
   if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
   local ms, factor, max, within = block_of(base)
-  if ms then return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within) end
+  if ms then
+    if not decide_blocked then load_blocks() end
+    return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within)
+  end
   return pcall(algorithm, i, base, dry, probe)
 end
 
@@ -80,7 +91,13 @@ local function recorded(key, n)
   return slots
 end
 
+-- The priced and prefetch operations (settle/priced.lua, then settle/prefetch.lua), made by
+-- the first request of a call that needs them: a batch of plain takes makes none of theirs.
+local priced, prefetch
+local function load_priced()
 --[[PRICED]]--
+  return priced, prefetch
+end
 
 local a = 1 -- ARGV cursor
 local k = 0 -- KEYS cursor
@@ -103,9 +120,13 @@ while a <= argc do
   end
   local start = o
 
-  if PRICED[op] then
+  -- Ops other than take and peek only: a plain take makes one comparison here.
+  local other = op ~= 't' and op ~= 'p'
+  if other and (op == 'k' or op == 's' or op == 'f' or op == 'g' or op == 'm') then
+    if not priced then priced, prefetch = load_priced() end
     a = priced(op, n, first, a)
-  elseif PREFETCH[op] then
+  elseif other and (op == 'w' or op == 'y') then
+    if not prefetch then priced, prefetch = load_priced() end
     a = prefetch(op, n, first, a)
   elseif replay then
     for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end

@@ -20,8 +20,6 @@
 -- remaining, 0 } (the first slot is never -1, the batch's mark of a failed request). The
 -- record item's reply: { 1 when replayed else 0, 0, 0, 0 }.
 
-local PRICED = { k = true, s = true, f = true, g = true, m = true }
-
 -- Integer division exact for |values| <= 2^53 (as the algorithms' own), shared by the SETTLE
 -- bodies below.
 local function floor_div(a, b)
