@@ -51,13 +51,18 @@ local o = 1
 
 --[[BLOCK]]--
 
-local function decide(i, id, base, dry, probe)
+-- argc: the item's argument count (ARGV[base]) when the caller has read it already.
+local function decide(i, id, base, dry, probe, argc)
   local algorithm = ALGORITHMS[id] or algorithm_of(id)
   if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
-  local ms, factor, max, within = block_of(base)
-  if ms then
-    if not decide_blocked then load_blocks() end
-    return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within)
+  -- A block's marker and its four integers follow the algorithm's ARGV (at least three): an
+  -- item of fewer than eight arguments has none, and a plain take looks no further.
+  if (argc or tonumber(ARGV[base])) >= 8 then
+    local ms, factor, max, within = block_of(base)
+    if ms then
+      if not decide_blocked then load_blocks() end
+      return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within)
+    end
   end
   return pcall(algorithm, i, base, dry, probe)
 end
@@ -137,8 +142,8 @@ while a <= argc do
     end
   elseif n == 1 then
     -- One item (most requests), read in place. ARGV[base] is its argument count.
-    local id, base = tonumber(ARGV[a]), a + 1
-    a = a + 2 + tonumber(ARGV[base])
+    local id, base, count = tonumber(ARGV[a]), a + 1, tonumber(ARGV[a + 1])
+    a = a + 2 + count
     if op == 'r' then
       -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
       -- this request alone.
@@ -166,7 +171,7 @@ while a <= argc do
       -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes
       -- through decide(): the one place an item is run (the soak test's decision log
       -- instruments it).
-      local ok, r = decide(first, id, base, op ~= 't', false)
+      local ok, r = decide(first, id, base, op ~= 't', false, count)
       if ok then emit(r[1], r[2], r[3], r[4]) else failed(1, r) end
     end
   else
