@@ -24,7 +24,15 @@ import { RespFloorClient } from './resp-floor.js';
 const [other, callsText = '200', batchText = '16', roundsText = '2'] = process.argv.slice(2);
 if (other === undefined)
   throw new Error('usage: lua-ir.ts <other batch.ts> [calls] [batch] [rounds]');
-const otherScript = ((await import(other)) as { batchScript: { source: string } }).batchScript;
+/** A batch script's source: a `.lua` file as it is, else the `batchScript` a module builds. */
+const sourceOf = async (path: string) =>
+  path.endsWith('.lua')
+    ? readFileSync(path, 'utf8')
+    : ((await import(path)) as { batchScript: { source: string } }).batchScript.source;
+const otherSource = await sourceOf(other);
+// LUA_A=<file>: A is that file instead of this checkout's script (to try a variant).
+const ownSource =
+  process.env.LUA_A === undefined ? batchScript.source : await sourceOf(process.env.LUA_A);
 const calls = Number(callsText);
 const batch = Number(batchText);
 const id = String(batchId(fixedWindowScript));
@@ -76,8 +84,8 @@ try {
   }
   if (client === undefined) throw new Error('redis-server under valgrind did not start');
   const shas = {
-    A: await client.scriptLoad(batchScript.source),
-    B: await client.scriptLoad(otherScript.source),
+    A: await client.scriptLoad(ownSource),
+    B: await client.scriptLoad(otherSource),
   };
   let serial = 0;
   const send = async (sha: string) => {
