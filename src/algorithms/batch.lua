@@ -37,8 +37,16 @@
 -- or { -1, k, 0, 0 } when its request failed — followed by the error messages, the k-th at
 -- 4N + k (N the number of items). A failed request reports its error on every item.
 
+-- A call of this script runs its whole chunk, so every function defined at the top is a
+-- closure made on every call (see bench/PROFILE.md, "Nothing gets slower"): an algorithm's
+-- function, the block functions and the priced and prefetch operations are made by the first
+-- item of a call that needs them, once per call.
 local ALGORITHMS = {}
+-- ALGORITHMS[id], made on first use (nil for an unknown id).
+local function algorithm_of(id)
 --[[ALGORITHMS]]--
+  return ALGORITHMS[id]
+end
 
 local out = {}
 local errors = {}
@@ -46,11 +54,19 @@ local o = 1
 
 --[[BLOCK]]--
 
-local function decide(i, id, base, dry, probe)
-  local algorithm = ALGORITHMS[id]
+-- argc: the item's argument count (ARGV[base]) when the caller has read it already.
+local function decide(i, id, base, dry, probe, argc)
+  local algorithm = ALGORITHMS[id] or algorithm_of(id)
   if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
-  local ms, factor, max, within = block_of(base)
-  if ms then return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within) end
+  -- A block's marker and its four integers follow the algorithm's ARGV (at least three): an
+  -- item of fewer than eight arguments has none, and a plain take looks no further.
+  if (argc or tonumber(ARGV[base])) >= 8 then
+    local ms, factor, max, within = block_of(base)
+    if ms then
+      if not decide_blocked then load_blocks() end
+      return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within)
+    end
+  end
   return pcall(algorithm, i, base, dry, probe)
 end
 
@@ -102,7 +118,13 @@ local function recorded(key, n, ask)
   return false
 end
 
+-- The priced and prefetch operations (settle/priced.lua, then settle/prefetch.lua), made by
+-- the first request of a call that needs them: a batch of plain takes makes none of theirs.
+local priced, prefetch
+local function load_priced()
 --[[PRICED]]--
+  return priced, prefetch
+end
 
 local a = 1 -- ARGV cursor
 local k = 0 -- KEYS cursor
@@ -125,9 +147,13 @@ while a <= argc do
   end
   local start = o
 
-  if PRICED[op] then
+  -- Ops other than take and peek only: a plain take makes one comparison here.
+  local other = op ~= 't' and op ~= 'p'
+  if other and (op == 'k' or op == 's' or op == 'f' or op == 'g' or op == 'm') then
+    if not priced then priced, prefetch = load_priced() end
     a = priced(op, n, first, a)
-  elseif PREFETCH[op] then
+  elseif other and (op == 'w' or op == 'y') then
+    if not prefetch then priced, prefetch = load_priced() end
     a = prefetch(op, n, first, a)
   elseif replay then
     for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end
@@ -138,8 +164,8 @@ while a <= argc do
     end
   elseif n == 1 then
     -- One item (most requests), read in place. ARGV[base] is its argument count.
-    local id, base = tonumber(ARGV[a]), a + 1
-    a = a + 2 + tonumber(ARGV[base])
+    local id, base, count = tonumber(ARGV[a]), a + 1, tonumber(ARGV[a + 1])
+    a = a + 2 + count
     if op == 'r' then
       -- Under pcall like every item: a key this node does not serve (a cluster batch) fails
       -- this request alone.
@@ -167,7 +193,7 @@ while a <= argc do
       -- A take decides as a lone take; a peek decides dry (nothing written). Every item goes
       -- through decide(): the one place an item is run (the soak test's decision log
       -- instruments it).
-      local ok, r = decide(first, id, base, op ~= 't', false)
+      local ok, r = decide(first, id, base, op ~= 't', false, count)
       if ok then emit(r[1], r[2], r[3], r[4]) else failed(1, r) end
     end
   else

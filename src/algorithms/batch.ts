@@ -79,12 +79,14 @@ export function buildBatch(
     )
     .join('\n\n');
   const priced = pricedTemplate.replace('--[[SETTLE]]--', () => settleFunctions);
+  // Inside algorithm_of(id) (see batch.lua): only the function of an id asked for is made.
   const functions = scripts
     .map(
       (script, i) =>
-        `-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base, dry, probe)\n${batchBody(script)}\nend`,
+        `${i === 0 ? 'if' : 'elseif'} id == ${i + 1} then\n-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base, dry, probe)\n${batchBody(script)}\nend`,
     )
-    .join('\n\n');
+    .join('\n\n')
+    .concat(scripts.length > 0 ? '\nend' : '');
   return scriptFromSource(
     name,
     template

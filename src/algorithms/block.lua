@@ -16,14 +16,6 @@
 -- only (for its wait): nothing is consumed or written. A refusal whose cost can never fit
 -- (wait -1: more than the limit) starts no block.
 
-local function block_pttl(k)
-  return redis.call('PTTL', k)
-end
-
-local function block_set(k, level, ttl)
-  redis.call('SET', k, level, 'PX', ttl)
-end
-
 -- The block parameters of the item whose ARGV count is ARGV[base], or nil.
 local function block_of(base)
   local argc = tonumber(ARGV[base])
@@ -36,8 +28,20 @@ local function block_of(base)
   return nil
 end
 
+-- The functions below are made by the first blocking item of a call (load_blocks): a batch
+-- of a policy without blocks makes none of them.
+local start_block, decide_blocked
+local function load_blocks()
+local function block_pttl(k)
+  return redis.call('PTTL', k)
+end
+
+local function block_set(k, level, ttl)
+  redis.call('SET', k, level, 'PX', ttl)
+end
+
 -- Starts (or escalates) the block of item i after the refusal r; returns the answer.
-local function start_block(i, r, ms, factor, max, within)
+function start_block(i, r, ms, factor, max, within)
   local k = KEYS[i] .. ':b'
   local level = 0
   if block_pttl(k) > 0 then
@@ -57,7 +61,7 @@ local function start_block(i, r, ms, factor, max, within)
 end
 
 -- Decides item i of a blocking policy: blocked, or its algorithm (and a block on a refusal).
-local function decide_blocked(algorithm, i, base, dry, probe, ms, factor, max, within)
+function decide_blocked(algorithm, i, base, dry, probe, ms, factor, max, within)
   local left = block_pttl(KEYS[i] .. ':b') - within
   if left > 0 then
     -- The wait is until a take would pass: the block's end, or the algorithm's own wait if
@@ -74,12 +78,14 @@ local function decide_blocked(algorithm, i, base, dry, probe, ms, factor, max, w
   end
   return r
 end
+end
 
 -- A blocking item of a refused takeAll (r: its dry answer): its block starts now, unless it is
 -- blocked already (or its policy has none). Errors leave r as it is.
 local function refused_block(i, base, r)
   local ms, factor, max, within = block_of(base)
   if not ms or r[2] == -1 or r[4] < 0 then return r end
+  if not start_block then load_blocks() end
   local ok, blocked = pcall(start_block, i, r, ms, factor, max, within)
   if ok then return blocked end
   return r

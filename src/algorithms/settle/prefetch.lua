@@ -13,8 +13,6 @@
 --      (its last), only if that window is still the current one (else nothing: the units
 --      ended with their window). Replied { 1, applied (signed), remaining, 0 }.
 
-local PREFETCH = { w = true, y = true }
-
 local function prefetch_request(op, i, id, base, argc)
   local adjust = SETTLE[id]
   if adjust == nil then

@@ -30,8 +30,6 @@
 -- slot is never -1, the batch's mark of a failed request). The record item's reply: { 1 when
 -- replayed, 2 when the id was another request's, else 0, 0, 0, 0 }.
 
-local PRICED = { k = true, s = true, f = true, g = true, m = true }
-
 -- Integer division exact for |values| <= 2^53 (as the algorithms' own), shared by the SETTLE
 -- bodies below.
 local function floor_div(a, b)
