@@ -42,7 +42,7 @@ export const MAX_LOG_LIMIT = 10_000;
  * `settle/sliding-window-log.lua`), and at this limit its longest script call stays well under
  * 5 ms (bench/script-time.ts). Takes accept any limit up to {@link MAX_LOG_LIMIT}.
  */
-export const MAX_PRICED_LOG_LIMIT = 1_000;
+export const MAX_PRICED_LOG_LIMIT = 500;
 
 /** Options of {@link slidingWindowLog} and `slidingWindowCounter`. */
 export interface SlidingWindowOptions extends PolicyIdentityOptions {

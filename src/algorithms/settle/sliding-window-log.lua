@@ -39,7 +39,7 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 
 local TRIM = 8
 local MAX_TOTAL = 9007199254740991
-local CHUNK = 500 -- members per ZREM / ZADD (Lua's unpack takes a few thousand values)
+local CHUNK = 500 -- members per ZADD (Lua's unpack takes a few thousand values)
 
 if delta == nil then
   local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
@@ -87,15 +87,14 @@ end
 
 if not read() then return { 0, 0 } end
 
--- Replaces `old` (member names) by `new` (score, name pairs), chunked, keeping the key's TTL
--- (a ZREM that empties the set deletes the key, and the ZADD after it would make one without
--- a TTL). A key without a TTL, or with one beyond the window, gets the window.
-local function rewrite(old, new)
+-- Replaces the newest m members (a tail of the log: a reservation's member and every later
+-- one, or the members a refund reaches) by `new` (score, name pairs, chunked), keeping the
+-- key's TTL (removing every member deletes the key, and the ZADD after it would make one
+-- without a TTL). A key without a TTL, or with one beyond the window, gets the window.
+local function rewrite(m, new)
   local ttl = redis.call('PTTL', key)
   if ttl < 1 or ttl > window then ttl = window end
-  for j = 1, #old, CHUNK do
-    redis.call('ZREM', key, unpack(old, j, math.min(j + CHUNK - 1, #old)))
-  end
+  redis.call('ZREMRANGEBYRANK', key, -m, -1)
   for j = 1, #new, 2 * CHUNK do
     redis.call('ZADD', key, unpack(new, j, math.min(j + 2 * CHUNK - 1, #new)))
   end
@@ -117,12 +116,12 @@ if mark == nil then
   local want = math.min(-delta, count)
   if want <= 0 then return { 0, limit - count } end
   local reply = redis.call('ZRANGE', key, -math.min(want, card - stale), -1, 'WITHSCORES')
-  local old, new, left, above = {}, {}, want, nil
+  local m, new, left, above = 0, {}, want, nil
   for j = #reply - 1, 1, -2 do
     local t, n, s = entry(reply[j], reply[j + 1])
     if not t or s <= now - window or (above and t >= above) then return { 0, limit - count } end
     above = t
-    old[#old + 1] = reply[j]
+    m = m + 1
     if n > left then
       new[1], new[2] = reply[j + 1], name(t - left, n - left)
       left = 0
@@ -131,7 +130,7 @@ if mark == nil then
     end
     if left == 0 then break end
   end
-  rewrite(old, new)
+  rewrite(m, new)
   local moved = want - left
   return { -moved, limit - count + moved }
 end
@@ -152,12 +151,11 @@ if not at then return { 0, limit - count } end
 if delta > 0 then return charge(delta) end
 
 local d = -delta
-local old, new, below = {}, {}, nil
+local new, below = {}, nil
 for j = at, #reply - 1, 2 do
   local t, n, s = entry(reply[j], reply[j + 1])
   if not t or (below and t <= below) then return { 0, limit - count } end
   below = t
-  old[#old + 1] = reply[j]
   if j == at then
     if d < n then
       new[#new + 1], new[#new + 2] = reply[j + 1], name(t - d, n - d)
@@ -167,5 +165,5 @@ for j = at, #reply - 1, 2 do
     new[#new + 1], new[#new + 2] = reply[j + 1], name(t - d, n)
   end
 end
-rewrite(old, new)
+rewrite((#reply - at + 1) / 2, new)
 return { -d, limit - count + d }

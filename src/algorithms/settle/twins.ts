@@ -226,19 +226,18 @@ function readLog(state: TwinState, key: string, limit: number, window: number, c
   return out.count <= limit ? out : undefined;
 }
 
-/** As `rewrite()` in `settle/sliding-window-log.lua`: `old` members replaced by `add`, the TTL kept. */
+/** As `rewrite()` in `settle/sliding-window-log.lua`: the newest `m` members replaced by `add`, the TTL kept. */
 function rewriteLog(
   state: TwinState,
   key: string,
   log: readonly LogEntry[],
-  old: readonly string[],
+  m: number,
   add: readonly LogEntry[],
   window: number,
 ): void {
   let ttl = state.pttl(key);
   if (ttl < 1 || ttl > window) ttl = window;
-  const gone = new Set(old);
-  const next = log.filter((e) => !gone.has(e[1]));
+  const next = log.slice(0, log.length - m);
   for (const [score, member] of add) zadd(next, score, member);
   if (next.length === 0) state.delete(key);
   else state.set(key, 'zset', next, ttl);
@@ -270,7 +269,7 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
     const want = Math.min(-delta, count);
     if (want <= 0) return none;
     const reply = (log as LogEntry[]).slice(-Math.min(want, card - stale));
-    const old: string[] = [];
+    let m = 0;
     const add: LogEntry[] = [];
     let left = want;
     let above: number | undefined;
@@ -280,14 +279,14 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
       const [t, n, s] = e;
       if (s <= now - window || (above !== undefined && t >= above)) return none;
       above = t;
-      old.push((reply[j] as LogEntry)[1]);
+      m++;
       if (n > left) {
         add.push([s, memberOf(t - left, n - left)]);
         left = 0;
       } else left -= n;
       if (left === 0) break;
     }
-    rewriteLog(state, key, log as LogEntry[], old, add, window);
+    rewriteLog(state, key, log as LogEntry[], m, add, window);
     const moved = want - left;
     return [-moved + 0, limit - count + moved];
   }
@@ -306,7 +305,6 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
   if (at === undefined) return none;
   if (delta > 0) return charge(delta);
   const d = -delta;
-  const old: string[] = [];
   const add: LogEntry[] = [];
   let below: number | undefined;
   for (let j = at; j < reply.length; j++) {
@@ -314,7 +312,6 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
     if (e === undefined || (below !== undefined && e[0] <= below)) return none;
     const [t, n, s] = e;
     below = t;
-    old.push((reply[j] as LogEntry)[1]);
     if (j === at) {
       if (d < n) add.push([s, memberOf(t - d, n - d)]);
     } else {
@@ -322,6 +319,6 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
       add.push([s, memberOf(t - d, n)]);
     }
   }
-  rewriteLog(state, key, log, old, add, window);
+  rewriteLog(state, key, log, reply.length - at, add, window);
   return [-d + 0, limit - count + d];
 };
