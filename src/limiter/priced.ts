@@ -17,8 +17,9 @@
  * Each is one atomic script call (ops `k`, `s`, `f`, `g` of the batch script, and `m` for
  * `reserveAll` in `reserve-all.ts`; see `algorithms/settle/priced.lua`); records expire with
  * the policy's horizon (a `reserveAll`'s: the longest of its policies'). The sliding
- * window log has no settle body (see `algorithms/settle/registry.ts`): its policies are
- * refused here with an `InvalidInputError`.
+ * window log's settle rewrites up to `limit` members, so its policies are refused here above
+ * `MAX_PRICED_LOG_LIMIT` with an `InvalidInputError` (`policy.limit`); concurrency policies
+ * have no settle body at all.
  */
 import { randomUUID } from 'node:crypto';
 import type { WireItem } from '../algorithms/batch-wire.js';
