@@ -34,7 +34,11 @@ import { fixedWindow } from '../src/algorithms/fixed-window.js';
 import { gcra } from '../src/algorithms/gcra.js';
 import { MAX_LIMIT, MAX_WINDOW_MS } from '../src/algorithms/policy.js';
 import { slidingWindowCounter } from '../src/algorithms/sliding-window-counter.js';
-import { MAX_LOG_LIMIT, slidingWindowLog } from '../src/algorithms/sliding-window-log.js';
+import {
+  MAX_LOG_LIMIT,
+  MAX_PRICED_LOG_LIMIT,
+  slidingWindowLog,
+} from '../src/algorithms/sliding-window-log.js';
 import { tokenBucket } from '../src/algorithms/token-bucket.js';
 import { MAX_BATCH_SIZE } from '../src/bounds.js';
 import { RateLimiter } from '../src/limiter/rate-limiter.js';
@@ -49,8 +53,8 @@ const CALLS = 3 * MAX_BATCH_SIZE;
 export interface ScriptTimeCase {
   readonly name: string;
   readonly policy: Policy;
-  /** Puts the scopes in their worst state for the round (untimed). */
-  prepare?(limiter: RateLimiter, scopes: readonly Scope[]): Promise<void>;
+  /** Puts the scopes in their worst state for the round (untimed); `redis`: the server. */
+  prepare?(limiter: RateLimiter, scopes: readonly Scope[], redis: Commands): Promise<void>;
   /** One call of the timed burst. */
   call(limiter: RateLimiter, scope: Scope, i: number): Promise<unknown>;
   /** Scopes per round (default: one per call). */
@@ -91,6 +95,56 @@ async function fillLogs(limiter: RateLimiter, scopes: readonly Scope[]): Promise
       await Promise.all(Array.from({ length: n }, () => limiter.take(scope, log)));
     }
   }
+}
+
+/**
+ * The sliding window log priced at its bound (see `settle/sliding-window-log.lua`): a
+ * settle or cancel rewrites the reservation's member and every later one, so the worst is a
+ * full log of cost-1 members whose oldest is the reservation; the worst refund gives back the
+ * whole window (every member removed). The members after the reservation are written
+ * directly (a take's member each, its running total and a later score), which is what
+ * `limit − 1` takes would leave, in one command. `limit` defaults to the bound;
+ * bench/priced-log.ts runs them at other limits to choose it.
+ */
+export function pricedLogCases(limit = MAX_PRICED_LOG_LIMIT): ScriptTimeCase[] {
+  const policy = slidingWindowLog({ limit, windowMs: MAX_WINDOW_MS, name: `priced-log-${limit}` });
+  /** Fills the log of `scope` with cost-1 members after its newest (or from now), up to `limit`. */
+  const fill = async (limiter: RateLimiter, redis: Commands, scope: Scope, from: number) => {
+    const key = limiter.keyOf(scope, policy);
+    const newest = (await redis.sendCommand(['ZRANGE', key, '-1', '-1', 'WITHSCORES'])) as string[];
+    const score = newest[1] === undefined ? Date.now() : Number(String(newest[1]));
+    const total = newest[0] === undefined ? 0 : Number(String(newest[0]).split(':')[0]);
+    const args: string[] = [];
+    for (let j = 1; j <= limit - from; j++) {
+      args.push(String(score + j), `${String(total + j).padStart(16, '0')}:1`);
+    }
+    await redis.sendCommand(['ZADD', key, ...args]);
+  };
+  return [
+    {
+      name: `sliding-window-log, limit ${limit}: settles and cancels of a full log's oldest member, a reservation (every later member rewritten)`,
+      policy,
+      scopes: 16,
+      calls: 16,
+      prepare: async (limiter, scopes, redis) => {
+        for (const scope of scopes) {
+          await limiter.reserve(scope, policy, { id: 'r' });
+          await fill(limiter, redis, scope, 1);
+        }
+      },
+      call: (limiter, scope, i) => limiter.settle(scope, policy, 'r', i % 2),
+    },
+    {
+      name: `sliding-window-log, limit ${limit}: refunds of the whole window of full logs (every member removed)`,
+      policy,
+      scopes: 16,
+      calls: 16,
+      prepare: async (limiter, scopes, redis) => {
+        for (const scope of scopes) await fill(limiter, redis, scope, 0);
+      },
+      call: (limiter, scope, i) => limiter.refund(scope, policy, limit, { id: `f${i}` }),
+    },
+  ];
 }
 
 const leases = concurrency({ limit: MAX_CONCURRENCY_LIMIT, leaseMs: MAX_WINDOW_MS });
@@ -189,6 +243,7 @@ export const scriptTimeCases: readonly ScriptTimeCase[] = [
         })),
       ),
   },
+  ...pricedLogCases(),
   {
     name: 'concurrency: acquisitions refused by full sets of 10,000 leases',
     policy: leases,
@@ -241,7 +296,7 @@ export async function measureScriptTimes(
         // call that adds a key (a calloc of the new table: milliseconds at millions of
         // keys), whatever the command: each round starts from an empty database.
         await client.client.sendCommand(['FLUSHDB', 'SYNC']);
-        await c.prepare?.(limiter, scopes);
+        await c.prepare?.(limiter, scopes, client.client);
         await client.client.sendCommand(['SLOWLOG', 'RESET']);
         const cpuBefore = await mainThreadCpuUs(client.client);
         await Promise.all(

@@ -36,6 +36,14 @@ export const slidingWindowLogScript = loadScript('sliding-window-log', import.me
 /** Largest `limit` of a sliding window log: up to `limit` members (cost-1 takes) per key in Redis. */
 export const MAX_LOG_LIMIT = 10_000;
 
+/**
+ * Largest `limit` of a sliding window log that reserve, settle, cancel, refund, charge and
+ * reserveAll accept: a settle or refund rewrites up to `limit` members (see
+ * `settle/sliding-window-log.lua`), and at this limit its longest script call stays well under
+ * 5 ms (bench/script-time.ts). Takes accept any limit up to {@link MAX_LOG_LIMIT}.
+ */
+export const MAX_PRICED_LOG_LIMIT = 500;
+
 /** Options of {@link slidingWindowLog} and `slidingWindowCounter`. */
 export interface SlidingWindowOptions extends PolicyIdentityOptions {
   /** Units admitted in any window: a positive safe integer (at most 10,000 for the log). */
@@ -87,7 +95,7 @@ export function slidingWindowLog(options: SlidingWindowOptions): SlidingWindowLo
 }
 
 /** Stale members one call removes at most (`TRIM` in `sliding-window-log.lua`). */
-const TRIM = 8;
+export const TRIM = 8;
 /** The largest running total a member may carry: 2^53 − 1. */
 const MAX_TOTAL = Number.MAX_SAFE_INTEGER;
 const MEMBER = /^(\d{16}):([1-9]\d*)$/;
@@ -99,7 +107,7 @@ const MEMBER = /^(\d{16}):([1-9]\d*)$/;
 export type LogEntry = [score: number, member: string];
 
 /** `entry()` of the script: a member's total, cost and score, or undefined when not the log's. */
-function parseEntry(item: LogEntry | undefined): [number, number, number] | undefined {
+export function parseEntry(item: LogEntry | undefined): [number, number, number] | undefined {
   if (item === undefined) return undefined;
   const match = MEMBER.exec(item[1]);
   const score = item[0];
@@ -111,12 +119,12 @@ function parseEntry(item: LogEntry | undefined): [number, number, number] | unde
 }
 
 /** The member of a take of `cost` that brings the running total to `total`. */
-function memberOf(total: number, cost: number): string {
+export function memberOf(total: number, cost: number): string {
   return `${String(total).padStart(16, '0')}:${cost}`;
 }
 
 /** Members scored at most `edge` (ZCOUNT key -inf edge) in a log in Redis order. */
-function countUpTo(log: readonly LogEntry[], edge: number): number {
+export function countUpTo(log: readonly LogEntry[], edge: number): number {
   let lo = 0;
   let hi = log.length;
   while (lo < hi) {

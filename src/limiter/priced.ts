@@ -20,12 +20,18 @@
  * Each is one atomic script call (ops `k`, `s`, `f`, `g` of the batch script, and `m` for
  * `reserveAll` in `reserve-all.ts`; see `algorithms/settle/priced.lua`); records expire with
  * the policy's horizon (a `reserveAll`'s: the longest of its policies'). The sliding
- * window log has no settle body (see `algorithms/settle/registry.ts`): its policies are
- * refused here with an `InvalidInputError`.
+ * window log's settle rewrites up to `limit` members, so its policies are refused here above
+ * `MAX_PRICED_LOG_LIMIT` with an `InvalidInputError` (`policy.limit`); concurrency policies
+ * have no settle body at all.
  */
 import { randomUUID } from 'node:crypto';
 import type { WireItem } from '../algorithms/batch-wire.js';
 import { settleOf } from '../algorithms/settle/registry.js';
+import {
+  MAX_LOG_LIMIT,
+  MAX_PRICED_LOG_LIMIT,
+  slidingWindowLogScript,
+} from '../algorithms/sliding-window-log.js';
 import { InvalidInputError } from '../errors.js';
 import { digest, tenantTag } from '../key.js';
 import type { Decision, Policy } from '../types.js';
@@ -108,7 +114,9 @@ export class PricedCall extends InFlight {
     this.args = [...target.args, String(units)];
     this.#item = { key: target.key, batchId: target.batchId, args: this.args };
     this.size = record === undefined ? 1 : 2;
-    this.work = target.work + PRICED_WORK;
+    // A settle or refund of a sliding window log rewrites members: more work, with its limit.
+    const rewrite = op === 's' || op === 'f' ? settleOf(target.policy.script)?.work : undefined;
+    this.work = target.work + PRICED_WORK + (rewrite?.(target.policy.limit) ?? 0);
   }
 
   get key(): string {
@@ -129,16 +137,25 @@ export class PricedCall extends InFlight {
 }
 
 /**
- * Checks that `policy`'s algorithm has a settle body.
+ * Checks that `policy`'s algorithm has a settle body, and that a sliding window log's limit
+ * is within {@link MAX_PRICED_LOG_LIMIT} (its settle rewrites up to `limit` members).
  *
- * @throws {InvalidInputError} field `policy`, for a sliding window log policy
+ * @throws {InvalidInputError} field `policy` for a policy without one (a concurrency
+ *   policy), `policy.limit` for a sliding window log above the bound
  */
 export function requireSettle(policy: Policy, field = 'policy'): void {
   if (settleOf(policy.script) === undefined) {
     throw new InvalidInputError(
       field,
-      'a policy whose algorithm supports reserve, settle, refund and charge (fixed window, token bucket, GCRA, sliding window counter; not the sliding window log)',
+      'a policy whose algorithm supports reserve, settle, refund and charge (fixed window, token bucket, GCRA, sliding window counter, sliding window log)',
       policy.name,
+    );
+  }
+  if (policy.script === slidingWindowLogScript && policy.limit > MAX_PRICED_LOG_LIMIT) {
+    throw new InvalidInputError(
+      `${field}.limit`,
+      `at most ${MAX_PRICED_LOG_LIMIT} for reserve, settle, refund and charge on a sliding window log (a settle rewrites up to limit members; takes accept up to ${MAX_LOG_LIMIT})`,
+      policy.limit,
     );
   }
 }

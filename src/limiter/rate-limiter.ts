@@ -446,9 +446,10 @@ export class RateLimiter {
    * nothing. Never answered from the local denial cache.
    *
    * @returns the {@link Reservation}: the take's {@link Decision}, its `id`, `settle`, `cancel`.
-   * @throws {InvalidInputError} bad scope, policy, cost or id, or a sliding window log policy
-   *   (field `policy`: its algorithm has no settle); field `id`: the id's reservation was of
-   *   another cost, or of a `reserveAll` (nothing changed).
+   * @throws {InvalidInputError} bad scope, policy, cost or id; a concurrency policy (field
+   *   `policy`); a sliding window log policy with a `limit` above 500 (field `policy.limit`:
+   *   its settle rewrites up to `limit` members, see docs/priced.md); field `id`: the id's
+   *   reservation was of another cost, or of a `reserveAll` (nothing changed).
    * @throws the failures of {@link take}.
    */
   reserve(scope: Scope, policy: Policy, options?: ReserveOptions): Promise<Reservation> {
@@ -467,8 +468,9 @@ export class RateLimiter {
    *
    * @param items 1 to 16 of `{ scope, policy, cost? }`, of one tenant.
    * @returns see {@link ReserveAllResult}.
-   * @throws {InvalidInputError} the errors of {@link takeAll}, a sliding window log or
-   *   concurrency item (`items[i].policy`), bad `options.id`.
+   * @throws {InvalidInputError} the errors of {@link takeAll}, a concurrency item
+   *   (`items[i].policy`), a sliding window log item with a `limit` above 500
+   *   (`items[i].policy.limit`), bad `options.id`.
    * @throws the failures of {@link take}.
    */
   reserveAll(items: readonly TakeAllItem[], options?: TakeAllOptions): Promise<ReserveAllResult> {
@@ -484,7 +486,8 @@ export class RateLimiter {
    * state is gone (the window ended). The answer's `remaining` is what a `peek` reports
    * right after.
    *
-   * @throws {InvalidInputError} bad scope, policy, id or `actualCost`.
+   * @throws {InvalidInputError} bad scope, policy, id or `actualCost` (a policy as for
+   *   {@link reserve}).
    * @throws the failures of {@link take}: a settle that timed out can be sent again.
    */
   settle(scope: Scope, policy: Policy, id: string, actualCost: number): Promise<Settlement> {

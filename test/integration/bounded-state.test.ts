@@ -521,6 +521,7 @@ describe('priced operations and ids keep every key within its horizon', () => {
     tokenBucket({ capacity: 10, refillIntervalMs: 200 }),
     gcra({ limit: 10, periodMs: 2000 }),
     slidingWindowCounter({ limit: 10, windowMs: 1000 }),
+    slidingWindowLog({ limit: 10, windowMs: 2000 }),
   ]) {
     it(`${policy.algorithm}: take with an id, reserve, settle past the limit, charge, refund, takeAll with an id`, async () => {
       const limiter = await newLimiter();
@@ -528,6 +529,9 @@ describe('priced operations and ids keep every key within its horizon', () => {
       const scope = newScope();
       await limiter.take(scope, policy, { id: 'once', cost: 2 });
       const r = await limiter.reserve(scope, policy, { cost: 3 });
+      const middle = await limiter.reserve(scope, policy, { cost: 2 });
+      await limiter.take(scope, policy);
+      await middle.cancel(); // the log: its member removed, the later ones rewritten
       await r.settle(30);
       await limiter.charge(scope, policy, 50, { id: 'penalty' });
       await limiter.refund(scope, policy, 4, { id: 'refund' });

@@ -145,13 +145,17 @@ describe('fuzzing the public API', () => {
   it('reserve, settle, cancel, refund, charge: an answer or a typed error; invalid input sends nothing', async () => {
     const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz-priced' });
     const admin = await redis.admin();
-    const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
+    const policies = [
+      fixedWindow({ limit: 5, windowMs: 60_000 }),
+      slidingWindowLog({ limit: 5, windowMs: 60_000 }),
+      slidingWindowLog({ limit: 10_000, windowMs: 60_000 }), // above the priced bound
+    ];
     const scope = { tenant: 'fuzz', route: 'r' };
     await fc.assert(
       fc.asyncProperty(
         fc.nat(4),
         fc.oneof(fc.constant(scope), anything),
-        fc.oneof(fc.constant(policy), anything),
+        fc.oneof(fc.constantFrom(...policies), anything),
         fc.oneof(fc.integer({ min: -2, max: 8 }), anything),
         fc.oneof(fc.constant(undefined), anything, fc.record({ id: anything, cost: anything })),
         async (op, s, p, n, options) => {

@@ -23,6 +23,7 @@ import {
   TimeoutError,
   tokenBucket,
 } from 'sluice';
+import { MAX_PRICED_LOG_LIMIT } from '../../src/algorithms/sliding-window-log.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -35,7 +36,7 @@ async function limiter(): Promise<RateLimiter> {
 }
 
 describe('reserve, then settle with what was used', () => {
-  for (const algorithm of ['fixed-window', 'token-bucket']) {
+  for (const algorithm of ['fixed-window', 'token-bucket', 'sliding-window-log']) {
     it(`${algorithm}: 3 processes × 40 concurrent reservations, limit 50 → at most 50 reserved at once; the usage is the sum of the actual costs`, async () => {
       const tenant = randomTenant();
       const children = Array.from({ length: 3 }, () =>
@@ -74,12 +75,14 @@ describe('reserve, then settle with what was used', () => {
       const applied = settled.reduce((sum, s) => sum + s.applied, 0);
       // Each settle gave back its cost less what was used (a bucket: less what refilled
       // since, a fraction of a token here, so a reply may round a unit down).
-      if (algorithm === 'fixed-window') assert.equal(applied, actual - total);
+      if (algorithm !== 'token-bucket') assert.equal(applied, actual - total);
       else assert.ok(applied >= actual - total && applied <= actual - total + costs.length);
       const policy =
         algorithm === 'token-bucket'
           ? tokenBucket({ capacity: 50, refillIntervalMs: 3_600_000 })
-          : fixedWindow({ limit: 50, windowMs: 60_000 });
+          : algorithm === 'sliding-window-log'
+            ? slidingWindowLog({ limit: 50, windowMs: 60_000 })
+            : fixedWindow({ limit: 50, windowMs: 60_000 });
       const peek = await (await limiter()).peek({ tenant, route }, policy);
       assert.equal(peek.remaining, 50 - actual, 'the usage is the sum of the actual costs');
     });
@@ -205,11 +208,65 @@ describe('only into the window (or bucket state) it was taken from', () => {
     });
   }
 
+  it('sliding window log: a settle or cancel once its member has left the window moves nothing (its record and the log still there)', async () => {
+    const l = await limiter();
+    const policy = slidingWindowLog({ limit: 60, windowMs: 1000 });
+    const longer = fixedWindow({ limit: 10, windowMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    // 30 older members: a take trims 8 of them (at most 8 per call), the settle 8 more, which
+    // leaves the reservation's member, out of the window, in the log. Its record lives as
+    // long as the reserveAll's longest horizon (a minute), and takes keep the log alive.
+    await Promise.all(Array.from({ length: 30 }, () => l.take(scope, policy)));
+    const all = await l.reserveAll(
+      [
+        { scope, policy, cost: 5 },
+        { scope, policy: longer },
+      ],
+      { id: 'left' },
+    );
+    assert.equal(all.allowed, true);
+    await sleep(500);
+    await l.take(scope, policy);
+    await sleep(600);
+    const taken = await l.take(scope, policy, { cost: 2 });
+    const settled = await l.settle(scope, policy, 'left', 0);
+    assert.deepEqual([settled.known, settled.applied], [true, 0], 'nothing into the new window');
+    assert.equal((await l.peek(scope, policy)).remaining, taken.remaining);
+  });
+
+  it('sliding window log: a cancel in the middle of the log gives its units back now, and they do not come back when it leaves', async () => {
+    const admin = await redis.admin();
+    const l = await limiter();
+    const policy = slidingWindowLog({ limit: 10, windowMs: 60_000 });
+    const scope = { tenant: randomTenant(), route };
+    await l.take(scope, policy, { cost: 2 });
+    const r = await l.reserve(scope, policy, { cost: 4 });
+    const s = await l.reserve(scope, policy, { cost: 3 });
+    await l.take(scope, policy, { cost: 1 });
+    assert.deepEqual(
+      [
+        (await s.settle(1)).applied,
+        (await r.cancel()).applied,
+        (await l.peek(scope, policy)).remaining,
+      ],
+      [-2, -4, 6],
+    );
+    // The log as takes of 2, 1 and 1 would have left it: totals 2, 3, 4.
+    const key = keyFor(policy, scope.tenant, route);
+    const members = await admin.client.sendCommand(['ZRANGE', key, '0', '-1']);
+    assert.deepEqual(members, ['0000000000000002:2', '0000000000000003:1', '0000000000000004:1']);
+    assert.deepEqual(
+      [(await r.cancel()).replayed, (await l.peek(scope, policy)).remaining],
+      [true, 6],
+    );
+  });
+
   const fresh: [string, Policy][] = [
     ['fixed window', fixedWindow({ limit: 10, windowMs: 60_000 })],
     ['sliding window counter', slidingWindowCounter({ limit: 10, windowMs: 60_000 })],
     ['token bucket', tokenBucket({ capacity: 10, refillIntervalMs: 60_000 })],
     ['GCRA', gcra({ limit: 10, periodMs: 60_000 })],
+    ['sliding window log', slidingWindowLog({ limit: 10, windowMs: 60_000 })],
   ];
   for (const [name, policy] of fresh) {
     it(`${name}: a settle or cancel after a reset moves nothing into the fresh state (Redis and its twin)`, async () => {
@@ -334,10 +391,25 @@ describe('bad input is refused before Redis', () => {
     await assert.rejects(r.settle(-2), field('actualCost'));
   });
 
-  it('a sliding window log policy: its algorithm has no settle', async () => {
-    const log = slidingWindowLog({ limit: 10, windowMs: 1000 });
-    await assert.rejects(l.reserve(scope, log), field('policy'));
-    await assert.rejects(l.refund(scope, log, 1, { id: 'r' }), field('policy'));
-    await assert.rejects(l.charge(scope, log, 1), field('policy'));
+  it(`a sliding window log policy: priced up to a limit of ${MAX_PRICED_LOG_LIMIT} (policy.limit names the bound above it)`, async () => {
+    const big = slidingWindowLog({ limit: MAX_PRICED_LOG_LIMIT + 1, windowMs: 1000 });
+    const bound = (name: string) => (error: unknown) =>
+      field(name)(error) &&
+      (error as InvalidInputError).expected.includes(String(MAX_PRICED_LOG_LIMIT));
+    await assert.rejects(l.reserve(scope, big), bound('policy.limit'));
+    await assert.rejects(l.settle(scope, big, 'x', 1), bound('policy.limit'));
+    await assert.rejects(l.refund(scope, big, 1, { id: 'r' }), bound('policy.limit'));
+    await assert.rejects(l.charge(scope, big, 1), bound('policy.limit'));
+    await assert.rejects(
+      l.reserveAll([
+        { scope, policy },
+        { scope, policy: big },
+      ]),
+      bound('items[1].policy.limit'),
+    );
+    assert.equal((await l.take(scope, big, { cost: MAX_PRICED_LOG_LIMIT + 1 })).allowed, true);
+    const log = slidingWindowLog({ limit: MAX_PRICED_LOG_LIMIT, windowMs: 1000 });
+    const r = await l.reserve(scope, log, { cost: 3 });
+    assert.deepEqual([r.allowed, (await r.settle(1)).applied], [true, -2]);
   });
 });

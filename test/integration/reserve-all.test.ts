@@ -72,6 +72,38 @@ describe('reserveAll: all or nothing', () => {
     assert.equal((await l.peek(b, bucket)).remaining, 4);
   });
 
+  it('a sliding window log item: reserved all or nothing with the others, settled alone', async () => {
+    const l = await limiter();
+    const tenant = randomTenant();
+    const log = slidingWindowLog({ limit: 4, windowMs: 60_000, name: 'ra-log-item' });
+    const a = { tenant, route };
+    const b = { tenant, route, user: 'u' };
+    const refused = await l.reserveAll([
+      { scope: a, policy: log, cost: 3 },
+      { scope: b, policy: window, cost: 4 },
+    ]);
+    assert.equal(refused.allowed, false);
+    assert.equal((await l.peek(a, log)).remaining, 4, 'nothing taken on the log');
+    const admitted = await l.reserveAll(
+      [
+        { scope: a, policy: log, cost: 3 },
+        { scope: b, policy: window, cost: 2 },
+      ],
+      { id: 'log-call' },
+    );
+    assert.deepEqual(
+      admitted.reservations.map((r) => [r.allowed, r.remaining]),
+      [
+        [true, 1],
+        [true, 1],
+      ],
+    );
+    await l.take(a, log);
+    assert.equal((await l.settle(a, log, 'log-call', 1)).applied, -2);
+    assert.equal((await l.peek(a, log)).remaining, 2);
+    assert.equal((await admitted.reservations[0]?.cancel())?.replayed, true);
+  });
+
   it('concurrent calls on two shared limits never admit more than either allows, and a refused call holds nothing', async () => {
     const l = await limiter();
     const tenant = randomTenant();
@@ -92,13 +124,14 @@ describe('reserveAll: all or nothing', () => {
   it('names the field; nothing is sent for bad input', async () => {
     const l = await limiter();
     const scope = { tenant: randomTenant(), route };
-    const log = slidingWindowLog({ limit: 3, windowMs: 1000, name: 'ra-log' });
+    const log = slidingWindowLog({ limit: 10_000, windowMs: 1000, name: 'ra-log' });
     await assert.rejects(
       l.reserveAll([
         { scope, policy: window },
         { scope: { ...scope, user: 'x' }, policy: log },
       ]),
-      (error: unknown) => error instanceof InvalidInputError && error.field === 'items[1].policy',
+      (error: unknown) =>
+        error instanceof InvalidInputError && error.field === 'items[1].policy.limit',
     );
     await assert.rejects(
       l.reserveAll([{ scope, policy: window }], { id: '' }),

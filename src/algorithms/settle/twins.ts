@@ -4,6 +4,14 @@
  * refund and charge.
  */
 import { ceilDiv, floorDiv } from '../int-math.js';
+import {
+  countUpTo,
+  TRIM as LOG_TRIM,
+  type LogEntry,
+  memberOf,
+  parseEntry,
+  zadd,
+} from '../sliding-window-log.js';
 import { intIn, luaNumber, numbers, type TwinState } from '../twin.js';
 
 /**
@@ -188,4 +196,134 @@ export const slidingWindowCounterSettle: SettleTwin = (state, key, args, delta, 
   }
   const room = limit * window - previous * (window - elapsed) - current * window;
   return [applied, Math.max(floorDiv(room, window), 0)];
+};
+
+/** As `read()` in `settle/sliding-window-log.lua`: the log now (trimmed), or undefined when foreign. */
+function readLog(state: TwinState, key: string, limit: number, window: number, clockNow: number) {
+  let log = state.get<LogEntry[]>(key, 'zset');
+  const out = { log, now: clockNow, count: 0, total: 0, stale: 0, card: 0 };
+  if (log === undefined || log.length === 0) return out;
+  const newest = parseEntry(log[log.length - 1]);
+  if (newest === undefined) return undefined;
+  const [topTotal, , top] = newest;
+  if (top > clockNow + window || top < 0) return undefined;
+  out.total = topTotal;
+  if (top > out.now) out.now = top;
+  let stale = countUpTo(log, out.now - window);
+  let card = log.length;
+  if (stale > 0) {
+    const removed = Math.min(stale, LOG_TRIM);
+    log.splice(0, removed);
+    if (log.length === 0) {
+      state.delete(key);
+      log = undefined;
+    }
+    stale -= removed;
+    card -= removed;
+  }
+  out.log = log;
+  out.stale = stale;
+  out.card = card;
+  if (stale === card) return out;
+  const first = parseEntry((log as LogEntry[])[stale]);
+  if (first === undefined || first[0] > out.total) return undefined;
+  out.count = out.total - (first[0] - first[1]);
+  return out.count <= limit ? out : undefined;
+}
+
+/** As `rewrite()` in `settle/sliding-window-log.lua`: the newest `m` members replaced by `add`, the TTL kept. */
+function rewriteLog(
+  state: TwinState,
+  key: string,
+  log: readonly LogEntry[],
+  m: number,
+  add: readonly LogEntry[],
+  window: number,
+): void {
+  let ttl = state.pttl(key);
+  if (ttl < 1 || ttl > window) ttl = window;
+  const next = log.slice(0, log.length - m);
+  for (const [score, member] of add) zadd(next, score, member);
+  if (next.length === 0) state.delete(key);
+  else state.set(key, 'zset', next, ttl);
+}
+
+export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark, cost) => {
+  const [limit, window] = numbers(args, 3);
+  if (delta === undefined) {
+    const log = state.get<LogEntry[]>(key, 'zset');
+    return log === undefined || log.length === 0 ? -1 : (log[log.length - 1] as LogEntry)[0];
+  }
+  const read = readLog(state, key, limit, window, state.nowMs);
+  if (read === undefined) return [0, 0];
+  const { log, now, count, total, stale, card } = read;
+  const none: [number, number] = [0, limit - count];
+  const charge = (units: number): [number, number] => {
+    const n = Math.min(units, limit - count);
+    if (n <= 0) return none;
+    const member = memberOf(total + n, n);
+    if (state.pttl(key) === -2) state.set(key, 'zset', [[now, member]], window);
+    else {
+      zadd(log as LogEntry[], now, member);
+      state.pexpire(key, window);
+    }
+    return [n, limit - count - n];
+  };
+  if (mark === undefined) {
+    if (delta > 0) return charge(delta);
+    const want = Math.min(-delta, count);
+    if (want <= 0) return none;
+    const reply = (log as LogEntry[]).slice(-Math.min(want, card - stale));
+    let m = 0;
+    const add: LogEntry[] = [];
+    let left = want;
+    let above: number | undefined;
+    for (let j = reply.length - 1; j >= 0; j--) {
+      const e = parseEntry(reply[j]);
+      if (e === undefined) return none;
+      const [t, n, s] = e;
+      if (s <= now - window || (above !== undefined && t >= above)) return none;
+      above = t;
+      m++;
+      if (n > left) {
+        add.push([s, memberOf(t - left, n - left)]);
+        left = 0;
+      } else left -= n;
+      if (left === 0) break;
+    }
+    rewriteLog(state, key, log as LogEntry[], m, add, window);
+    const moved = want - left;
+    return [-moved + 0, limit - count + moved];
+  }
+  if (mark <= now - window || log === undefined) return none;
+  const from = log.findIndex((e) => e[0] >= mark);
+  const reply = from < 0 ? [] : log.slice(from);
+  let at: number | undefined;
+  for (let j = 0; j < reply.length; j++) {
+    const e = parseEntry(reply[j]);
+    if (e !== undefined && e[2] === mark && e[1] === cost) {
+      at = j;
+      break;
+    }
+    if (e === undefined || e[2] !== mark) break;
+  }
+  if (at === undefined) return none;
+  if (delta > 0) return charge(delta);
+  const d = -delta;
+  const add: LogEntry[] = [];
+  let below: number | undefined;
+  for (let j = at; j < reply.length; j++) {
+    const e = parseEntry(reply[j]);
+    if (e === undefined || (below !== undefined && e[0] <= below)) return none;
+    const [t, n, s] = e;
+    below = t;
+    if (j === at) {
+      if (d < n) add.push([s, memberOf(t - d, n - d)]);
+    } else {
+      if (t - d < n) return none;
+      add.push([s, memberOf(t - d, n)]);
+    }
+  }
+  rewriteLog(state, key, log, reply.length - at, add, window);
+  return [-d + 0, limit - count + d];
 };
