@@ -17,6 +17,7 @@ import {
   type RateLimiterOptions,
   RedisConfigError,
   StoreError,
+  TimeoutError,
   UnavailableError,
 } from 'sluice';
 import { GLIDE_CLUSTER_OPTIONS, GLIDE_OPTIONS } from 'sluice/valkey-glide';
@@ -158,7 +159,9 @@ describe('Valkey GLIDE GlideClient', () => {
     assert.equal((await limiter.take(scope, policy)).remaining, 9);
     proxy.mode = 'cut-after-send';
     const cut = await rejection(limiter.take(scope, policy));
-    assert.ok(cut instanceof UnavailableError, String(cut));
+    // Unavailable once GLIDE sees the cut; a TimeoutError when the deadline passes first (a
+    // busy CI machine): both typed, neither a decision.
+    assert.ok(cut instanceof UnavailableError || cut instanceof TimeoutError, String(cut));
     proxy.mode = 'pass';
     const admin = await redis.admin();
     const key = keyFor(policy, scope.tenant, route);
