@@ -102,8 +102,11 @@ describe('sluice serve: bounds', () => {
             `${code} (this process stalled ${stalledMs} ms)`,
           );
         }
+        // An UNAVAILABLE is the server's answer, read before the client's own deadline ended
+        // the call (that would be DEADLINE_EXCEEDED, refused above); the wall clock around it
+        // may read a little late on a busy machine (3,005 ms in one CI run): 100 ms of slack.
         const slowest = Math.max(...outcomes.map((o) => o.ms));
-        assert.ok(stalled || slowest < DEADLINE_MS, `answered in ${Math.round(slowest)} ms`);
+        assert.ok(stalled || slowest < DEADLINE_MS + 100, `answered in ${Math.round(slowest)} ms`);
       } finally {
         await recovered();
       }
