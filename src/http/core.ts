@@ -30,7 +30,9 @@ export type FailureMode = 'fail-closed' | 'fail-open';
 
 /**
  * `Retry-After` delta-seconds for a delay in milliseconds: `ceil(ms / 1000)`, at least 1
- * (1 → 1, 1000 → 1, 1001 → 2). Non-finite or non-positive input gives 1.
+ * (1 → 1, 1000 → 1, 1001 → 2). Non-finite or non-positive input gives 1: `Infinity` (a cost
+ * above what the policy can ever admit) gives 1 too, so check `Number.isFinite` first and send
+ * no `Retry-After` for it, as the guard does (no wait helps).
  */
 export function retryAfterSeconds(delayMs: number): number {
   if (!Number.isFinite(delayMs) || delayMs <= 0) return 1;
