@@ -137,6 +137,12 @@ end
 
 -- A reservation's member, `mark`: nothing moves once it has left the window (or is gone).
 if mark <= now - window then return { 0, limit - count } end
+-- A reservation refunded in full (its cost 0): its member is gone; a settle charges what was
+-- used, as of a member at now.
+if cost == 0 then
+  if delta > 0 then return charge(delta) end
+  return { 0, limit - count }
+end
 local reply = redis.call('ZRANGE', key, string.format('%d', mark), '+inf', 'BYSCORE', 'WITHSCORES')
 local at = nil
 for j = 1, #reply - 1, 2 do
