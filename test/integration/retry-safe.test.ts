@@ -121,7 +121,7 @@ describe('a take with an id counts at most once', () => {
     assert.equal((await limiter.takeAll([a, b], { id: 'y' })).allowed, true);
     assert.equal((await limiter.reserve(scope, other, { id: 'r', cost: 2 })).allowed, true);
     assert.equal((await limiter.reserveAll([a, b], { id: 'ra' })).allowed, true);
-    assert.equal((await limiter.refund(scope, policy, 1, { id: 'f' })).known, true);
+    assert.equal((await limiter.refund(scope, policy, 1, { id: 'f', takeId: 'x' })).known, true);
     const state = await snapshot();
     // Another cost, other items, another order, another policy shape, another scope.
     await assert.rejects(limiter.take(scope, policy, { id: 'x', cost: 1 }), reused);
@@ -134,7 +134,8 @@ describe('a take with an id counts at most once', () => {
     await assert.rejects(limiter.reserveAll([b, a], { id: 'ra' }), reused);
     await assert.rejects(limiter.reserveAll([a], { id: 'ra' }), reused);
     await assert.rejects(limiter.reserveAll([{ ...a, cost: 2 }, b], { id: 'ra' }), reused);
-    await assert.rejects(limiter.refund(scope, policy, 2, { id: 'f' }), reused);
+    await assert.rejects(limiter.refund(scope, policy, 2, { id: 'f', takeId: 'x' }), reused);
+    await assert.rejects(limiter.refund(scope, policy, 1, { id: 'f', takeId: 'y' }), reused);
     assert.deepEqual(await snapshot(), state, 'nothing changed in Redis');
     // The same request is still replayed.
     assert.equal((await limiter.take(scope, policy, { id: 'x', cost: 2 })).replayed, true);
