@@ -61,6 +61,9 @@ const cases: { policy: Policy; endsMs: number }[] = [
   { policy: slidingWindowLog({ limit: 3, windowMs: 1000 }), endsMs: 1000 },
 ];
 
+/** A policy whose horizon outlives every case's state. */
+const long = fixedWindow({ limit: 100, windowMs: 3_600_000, name: 'long' });
+
 /** Admissions of `n` takes of 1. */
 async function admitted(l: RateLimiter, scope: object, policy: Policy, n: number) {
   let count = 0;
@@ -74,17 +77,35 @@ for (const backend of ['redis', 'memory'] as const) {
       it(`${policy.algorithm}: 3 taken, the state ends, 3 taken, a refund of the first 3, 3 more → 6 admitted, not 9`, async () => {
         const { limiter: l, advance } = await clocked(backend);
         const scope = { tenant: randomTenant(), route };
-        assert.equal((await l.take(scope, policy, { cost: 3, id: 't1' })).allowed, true);
+        // With an item of a long policy, so that the take's record outlives its state.
+        const first = await l.takeAll(
+          [
+            { scope, policy, cost: 3 },
+            { scope: { ...scope, route: 'other' }, policy: long },
+          ],
+          { id: 't1' },
+        );
+        assert.equal(first.allowed, true);
         advance(endsMs + 1);
         assert.equal((await l.take(scope, policy, { cost: 3, id: 't2' })).allowed, true);
         const refund = await l.refund(scope, policy, 3, { id: 'f1', takeId: 't1' });
-        // Moves nothing (`known` false where its record expired with the state, a horizon).
-        assert.deepEqual([refund.applied, refund.remaining], [0, 0]);
+        assert.deepEqual([refund.known, refund.applied, refund.remaining], [true, 0, 0]);
         assert.equal(await admitted(l, scope, policy, 3), 0, 'the refund gave the new state room');
         // A refund of the take of this state gives it back.
         const own = await l.refund(scope, policy, 3, { id: 'f2', takeId: 't2' });
         assert.deepEqual([own.known, own.applied], [true, -3]);
         assert.equal(await admitted(l, scope, policy, 4), 3);
+      });
+
+      it(`${policy.algorithm}: a refund after its take's record expired with the state moves nothing`, async () => {
+        const { limiter: l, advance } = await clocked(backend);
+        const scope = { tenant: randomTenant(), route };
+        await l.take(scope, policy, { cost: 3, id: 't1' });
+        advance(policy.horizonMs + 1);
+        await l.take(scope, policy, { cost: 3 });
+        const refund = await l.refund(scope, policy, 3, { id: 'f1', takeId: 't1' });
+        assert.deepEqual([refund.known, refund.applied, refund.remaining], [false, 0, 0]);
+        assert.equal(await admitted(l, scope, policy, 3), 0);
       });
 
       it(`${policy.algorithm}: a refund of a take from before a reset moves nothing in the fresh state`, async () => {
