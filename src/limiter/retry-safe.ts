@@ -112,6 +112,13 @@ export function keyDigest(key: string): string {
 /** Work of a record item (a GET and a SET), estimated µs of Redis time. */
 const RECORD_WORK = 3;
 
+/**
+ * Work per item of an admitted take with an id besides its take: its mark read and the
+ * scope's generation kept (a GET and a SET or PEXPIRE of `<key>:g`), as a reserve's
+ * (`PRICED_WORK` in `priced.ts` is the record's and this together), estimated µs.
+ */
+const MARK_WORK = 5;
+
 /** One take with an id in flight: its target, then its record. */
 export class IdCall extends Call {
   override readonly size = 2;
@@ -130,7 +137,7 @@ export class IdCall extends Call {
   }
 
   override get work(): number {
-    return this.target.work + RECORD_WORK;
+    return this.target.work + RECORD_WORK + MARK_WORK;
   }
 
   override item(j = 0): WireItem {
@@ -170,7 +177,7 @@ export class IdGroupCall extends GroupCall {
     super(settler, targets, resolve, reject);
     this.size = targets.length + 1;
     let work = RECORD_WORK;
-    for (const target of targets) work += 2 * target.work;
+    for (const target of targets) work += 2 * target.work + MARK_WORK;
     this.work = work;
   }
 
