@@ -272,7 +272,7 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
   }
   const read = readLog(state, key, limit, window, state.nowMs);
   if (read === undefined) return [0, 0];
-  const { log, now, count, total, stale, card } = read;
+  const { log, now, count, total } = read;
   const none: [number, number] = [0, limit - count];
   const charge = (units: number): [number, number] => {
     const n = Math.min(units, limit - count);
@@ -285,32 +285,8 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
     }
     return [n, limit - count - n];
   };
-  if (mark === undefined) {
-    if (delta > 0) return charge(delta);
-    const want = Math.min(-delta, count);
-    if (want <= 0) return none;
-    const reply = (log as LogEntry[]).slice(-Math.min(want, card - stale));
-    let m = 0;
-    const add: LogEntry[] = [];
-    let left = want;
-    let above: number | undefined;
-    for (let j = reply.length - 1; j >= 0; j--) {
-      const e = parseEntry(reply[j]);
-      if (e === undefined) return none;
-      const [t, n, s] = e;
-      if (s <= now - window || (above !== undefined && t >= above)) return none;
-      above = t;
-      m++;
-      if (n > left) {
-        add.push([s, memberOf(t - left, n - left)]);
-        left = 0;
-      } else left -= n;
-      if (left === 0) break;
-    }
-    rewriteLog(state, key, log as LogEntry[], m, add, window);
-    const moved = want - left;
-    return [-moved + 0, limit - count + moved];
-  }
+  // A charge (no mark): a give-back always has one.
+  if (mark === undefined) return delta > 0 ? charge(delta) : none;
   if (mark <= now - window) return none;
   if (cost === 0) return delta > 0 ? charge(delta) : none;
   if (log === undefined) return none;
