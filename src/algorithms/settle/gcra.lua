@@ -5,7 +5,7 @@
 -- settle/registry.ts); it reads GCRA's own ARGV (intervalUs, burst, cost).
 --   delta  nil: return the mark after a reservation (the TAT it left, absolute µs), else
 --          the units to move (< 0 gives back)
---   mark   a reservation's mark, or nil (a refund or a charge: the TAT as it is)
+--   mark   a reservation's (or a refunded take's) mark, or nil (a charge: the TAT as it is)
 --   cost   the units the reservation took
 -- Returns { applied, remaining }: whole units moved (signed, rounded toward 0), the burst
 -- left now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given. A

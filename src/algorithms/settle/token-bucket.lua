@@ -6,8 +6,8 @@
 -- refillIntervalMs, cost).
 --   delta  nil: return the mark of the bucket after a reservation (absolute ms at which the
 --          tokens it took have all been refilled), else the units to move (< 0 gives back)
---   mark   a reservation's mark, or nil (a refund or a charge: the bucket as it is)
---   cost   the units the reservation took (a refund: the units to give back)
+--   mark   a reservation's (or a refunded take's) mark, or nil (a charge: the bucket as it is)
+--   cost   the units the reservation (or take) took and has not had refunded
 -- Returns { applied, remaining }: whole units moved (signed, rounded toward 0), the whole
 -- tokens now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given. A
 -- give-back against a mark (a refund) also returns { …, 0, mark', spent }: the mark once the
