@@ -100,8 +100,8 @@ async function fillLogs(limiter: RateLimiter, scopes: readonly Scope[]): Promise
 /**
  * The sliding window log priced at its bound (see `settle/sliding-window-log.lua`): a
  * settle or cancel rewrites the reservation's member and every later one, so the worst is a
- * full log of cost-1 members whose oldest is the reservation; the worst refund gives back the
- * whole window (every member removed). The members after the reservation are written
+ * full log of cost-1 members whose oldest is the reservation; a refund is the same rewrite
+ * (of its take's member: the oldest, a take with an id). The members after the reservation are written
  * directly (a take's member each, its running total and a later score), which is what
  * `limit − 1` takes would leave, in one command. `limit` defaults to the bound;
  * bench/priced-log.ts runs them at other limits to choose it.
@@ -135,14 +135,17 @@ export function pricedLogCases(limit = MAX_PRICED_LOG_LIMIT): ScriptTimeCase[] {
       call: (limiter, scope, i) => limiter.settle(scope, policy, 'r', i % 2),
     },
     {
-      name: `sliding-window-log, limit ${limit}: refunds of the whole window of full logs (every member removed)`,
+      name: `sliding-window-log, limit ${limit}: refunds of a full log's oldest member, a take with an id (every later member rewritten)`,
       policy,
       scopes: 16,
       calls: 16,
       prepare: async (limiter, scopes, redis) => {
-        for (const scope of scopes) await fill(limiter, redis, scope, 0);
+        for (const scope of scopes) {
+          await limiter.take(scope, policy, { id: 't' });
+          await fill(limiter, redis, scope, 1);
+        }
       },
-      call: (limiter, scope, i) => limiter.refund(scope, policy, limit, { id: `f${i}` }),
+      call: (limiter, scope, i) => limiter.refund(scope, policy, 1, { id: `f${i}`, takeId: 't' }),
     },
   ];
 }

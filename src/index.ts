@@ -65,6 +65,7 @@ export type { AcquireOptions } from './limiter/leases.js';
 export type { RateLimiterOptions } from './limiter/options.js';
 export {
   type PricedOptions,
+  type RefundOptions,
   Reservation,
   type ReserveOptions,
   type Settlement,

@@ -18,8 +18,10 @@
 --   r  reset: UNLINK of the item's key (its reply: 1 when the key existed, else 0; a large
 --      value is freed off Redis's main thread).
 --   i  a take with an id (retry-safe): a take (t) of every item but the last; the last item is
---      the id's record (batch id 0, two arguments: its TTL in ms, the policies' horizon, and
---      the request's ask, a digest of its items' keys and costs). When the record holds the
+--      the id's record (batch id 0; its arguments: its TTL in ms, the policies' horizon, the
+--      request's ask, a digest of its items' keys and costs, then per item its key's digest
+--      and cost, recorded with the item's mark and generation for a refund of it, see
+--      settle/priced.lua). When the record holds the
 --      request's slots, they are replayed as recorded and nothing is taken; when it holds
 --      another request's (another ask), nothing is done; else the take is decided and, if
 --      admitted, its slots recorded, in this same call (a refusal is not recorded). The
@@ -81,13 +83,14 @@ local function failed(n, reply)
   for _ = 1, n do emit(-1, #errors, 0, 0) end
 end
 
--- The recorded slots of a take with an id (op i): a table of 4n integers when the record
+-- The recorded slots of a take with an id (op i): a table of 8n integers (each item's four
+-- slots, then its mark, generation, key digest and units left to refund) when the record
 -- holds an admission of this very request (its last number, `ask`, the digest of what was
 -- asked: every item's key and cost, in order), 'mismatch' when it holds an admission of
 -- another request under this id, false when there is none. A record of another shape (a
 -- hand edit, a key of another type) is untrusted: it is removed and counts as none (decided
 -- afresh; so is one without a TTL). Only admissions are recorded (a refusal consumed nothing: its repeat is decided
--- afresh), so every recorded item is { 1, remaining >= 0, resetMs >= 0, 0 }.
+-- afresh), so every recorded item is { 1, remaining >= 0, resetMs >= 0, 0, … }.
 local function recorded(key, n, ask)
   local ok, stored = pcall(redis.call, 'GET', key)
   if ok and not stored then return false end
@@ -103,9 +106,9 @@ local function recorded(key, n, ask)
       slots[#slots + 1] = x
     end
   end
-  local m = slots and (#slots - 1) / 4
+  local m = slots and (#slots - 1) / 8
   if slots and m >= 1 and m == math.floor(m) then
-    for j = 1, 4 * m, 4 do
+    for j = 1, 8 * m, 8 do
       if slots[j] ~= 1 or slots[j + 3] ~= 0 then
         m = nil
         break
@@ -120,10 +123,10 @@ end
 
 -- The priced and prefetch operations (settle/priced.lua, then settle/prefetch.lua), made by
 -- the first request of a call that needs them: a batch of plain takes makes none of theirs.
-local priced, prefetch
+local priced, prefetch, take_marks
 local function load_priced()
 --[[PRICED]]--
-  return priced, prefetch
+  return priced, prefetch, take_marks
 end
 
 local a = 1 -- ARGV cursor
@@ -137,11 +140,11 @@ while a <= argc do
   k = k + n
 
   -- A take with an id: its record is the last item (KEYS[k]; its ARGV after the others').
-  local record, ttl, replay
+  local record, ttl, replay, items_at, record_at
   if op == 'i' then
     local r = a
     for _ = 2, n do r = r + 2 + tonumber(ARGV[r + 1]) end
-    record, ttl = KEYS[k], ARGV[r + 2]
+    record, ttl, items_at, record_at = KEYS[k], ARGV[r + 2], a, r
     n, op = n - 1, 't'
     replay = recorded(record, n, ARGV[r + 3])
   end
@@ -150,17 +153,17 @@ while a <= argc do
   -- Ops other than take and peek only: a plain take makes one comparison here.
   local other = op ~= 't' and op ~= 'p'
   if other and (op == 'k' or op == 's' or op == 'f' or op == 'g' or op == 'm') then
-    if not priced then priced, prefetch = load_priced() end
+    if not priced then priced, prefetch, take_marks = load_priced() end
     a = priced(op, n, first, a)
   elseif other and (op == 'w' or op == 'y') then
-    if not prefetch then priced, prefetch = load_priced() end
+    if not prefetch then priced, prefetch, take_marks = load_priced() end
     a = prefetch(op, n, first, a)
   elseif replay then
     for _ = 1, n do a = a + 2 + tonumber(ARGV[a + 1]) end
     if replay == 'mismatch' then
       for _ = 1, n do emit(0, 0, 0, 0) end
     else
-      for j = 1, 4 * n, 4 do emit(replay[j], replay[j + 1], replay[j + 2], replay[j + 3]) end
+      for j = 1, 8 * n, 8 do emit(replay[j], replay[j + 1], replay[j + 2], replay[j + 3]) end
     end
   elseif n == 1 then
     -- One item (most requests), read in place. ARGV[base] is its argument count.
@@ -266,9 +269,21 @@ while a <= argc do
         if out[j] ~= 1 then admitted = false end
       end
       if admitted then
+        -- Per item: its slots, then what a refund of it needs (settle/priced.lua, op f): the
+        -- mark and generation a reservation records, its key's digest, its cost (the record
+        -- item's ARGV after the ask: a digest and a cost per item).
+        if not take_marks then priced, prefetch, take_marks = load_priced() end
+        local marks = take_marks(n, first, items_at, ttl)
         local text = {}
-        for j = start, o - 1 do text[#text + 1] = string.format('%d', out[j]) end
-        text[#text + 1] = ARGV[a - 1]
+        for j = 1, n do
+          local at = start + 4 * (j - 1)
+          for l = at, at + 3 do text[#text + 1] = string.format('%d', out[l]) end
+          text[#text + 1] = string.format('%d', marks[2 * j - 1])
+          text[#text + 1] = string.format('%d', marks[2 * j])
+          text[#text + 1] = ARGV[record_at + 2 + 2 * j]
+          text[#text + 1] = ARGV[record_at + 3 + 2 * j]
+        end
+        text[#text + 1] = ARGV[record_at + 3]
         -- Recorded with the decision; a failed write (OOM) leaves it unrecorded: a retry
         -- is then decided afresh.
         pcall(redis.call, 'SET', record, table.concat(text, ','), 'PX', ttl)

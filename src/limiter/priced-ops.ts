@@ -13,9 +13,11 @@ import {
   type PricedOp,
   type PricedOptions,
   pricedRecord,
+  type RefundOptions,
   Reservation,
   type ReserveOptions,
   readPricedId,
+  readRefundOptions,
   readReservationId,
   readUnits,
   replayedAt,
@@ -25,7 +27,7 @@ import {
   settlement,
 } from './priced.js';
 import { ReserveAllCall, type ReserveAllResult, reserveAllResult } from './reserve-all.js';
-import { askDigest, askOf, idReusedError } from './retry-safe.js';
+import { askDigest, askOf, idReusedError, keyDigest, takeRecordKey } from './retry-safe.js';
 import { readTakeAllOptions, type Target, type TargetMaker } from './targets.js';
 
 /** What the operations need of their limiter. */
@@ -134,8 +136,48 @@ export class PricedOps {
     return this.#settle(target, reservation, units);
   }
 
-  adjust(
-    op: 'f' | 'g',
+  /**
+   * A refund of `cost` units of the take or reservation `options.takeId`: items the scope,
+   * the refund's record, then its anchor (the reservation record and the take record of
+   * `takeId`; see op `f` in `settle/priced.lua`).
+   */
+  refund(
+    scope: Scope,
+    policy: Policy,
+    cost: number,
+    options: RefundOptions | undefined,
+  ): Promise<Settlement> {
+    let target: Target;
+    let units: number;
+    let ids: { id: string; takeId: string };
+    try {
+      target = this.#target(scope, policy, undefined);
+      units = readUnits(cost, 'cost', false);
+      ids = readRefundOptions(options);
+    } catch (error) {
+      return this.host.invalid(error);
+    }
+    const { id, takeId } = ids;
+    const ttl = String(target.policy.horizonMs);
+    const record = pricedRecord(target, 'refund', id, askOf([target.key, units, takeId]));
+    const anchor: WireItem[] = [
+      { ...pricedRecord(target, 'rsv', takeId), args: [ttl] },
+      { key: takeRecordKey(target, takeId), batchId: 0, args: [ttl, keyDigest(target.key)] },
+    ];
+    return this.#call(
+      'f',
+      target,
+      units,
+      record,
+      (reply, at) => {
+        checkReused(reply, at, id);
+        return this.#settled(target, settlement(reply, at, policy.limit, replayedAt(reply, at, 2)));
+      },
+      anchor,
+    );
+  }
+
+  charge(
     scope: Scope,
     policy: Policy,
     cost: number,
@@ -147,20 +189,18 @@ export class PricedOps {
     try {
       target = this.#target(scope, policy, undefined);
       units = readUnits(cost, 'cost', false);
-      id = readPricedId(options, op === 'f');
+      id = readPricedId(options);
     } catch (error) {
       return this.host.invalid(error);
     }
     const record =
-      id === undefined
-        ? undefined
-        : pricedRecord(target, op === 'f' ? 'refund' : 'charge', id, askOf([target.key, units]));
-    return this.#call(op, target, units, record, (reply, at) => {
+      id === undefined ? undefined : pricedRecord(target, 'charge', id, askOf([target.key, units]));
+    return this.#call('g', target, units, record, (reply, at) => {
       if (id !== undefined) checkReused(reply, at, id);
       return this.#settled(
         target,
         settlement(reply, at, policy.limit, replayedAt(reply, at, record === undefined ? 1 : 2)),
-        op === 'g',
+        true,
       );
     });
   }
@@ -193,6 +233,7 @@ export class PricedOps {
     units: number,
     record: WireItem | undefined,
     decode: (reply: readonly unknown[], offset: number) => T,
+    anchor: readonly WireItem[] = [],
   ): Promise<T> {
     return this.host.send<T>(
       (resolve, reject) =>
@@ -210,6 +251,7 @@ export class PricedOps {
             }
           },
           reject,
+          anchor,
         ),
     );
   }

@@ -13,9 +13,12 @@
  *   repeat replays the first settle's answer. `cancel` is `settle(0)`. Once that state is
  *   gone (the window ended, the bucket refilled the reservation's tokens), nothing moves.
  *   A reservation never settled stays consumed; one refused (or expired) changes nothing.
- * - `refund` gives back at most `cost` units into the current state, never above the
- *   capacity, once per id; `charge` consumes `cost` units whatever is left, within what the
- *   state holds in one horizon (a full window, an empty bucket or burst).
+ * - `refund` names the take (a `take`/`takeAll` with an id) or the reservation it gives back
+ *   from (`takeId`), and gives back at most `cost` units only into the state that one was
+ *   taken from (its mark and generation, as a settle), never above the capacity, once per
+ *   id; all refunds of one take give back at most its cost. `charge` consumes `cost` units
+ *   whatever is left, within what the state holds in one horizon (a full window, an empty
+ *   bucket or burst).
  *
  * Each is one atomic script call (ops `k`, `s`, `f`, `g` of the batch script, and `m` for
  * `reserveAll` in `reserve-all.ts`; see `algorithms/settle/priced.lua`); records expire with
@@ -35,7 +38,7 @@ import {
 import { InvalidInputError } from '../errors.js';
 import { digest, tenantTag } from '../key.js';
 import type { Decision, Policy } from '../types.js';
-import { onlyKnownKeys } from '../validate.js';
+import { onlyKnownKeys, readProperty } from '../validate.js';
 import { InFlight, type Settler } from './calls.js';
 import { idReusedError, MAX_TAKE_ID_LENGTH, readTakeId } from './retry-safe.js';
 import type { Target } from './targets.js';
@@ -60,8 +63,10 @@ export interface Settlement {
    * (a refusal is not recorded), expired with the policy's horizon, cancelled before its
    * reserve arrived, or a record this policy could not have written (a hand edit: another
    * shape, a cost above the limit, a mark in the future); nothing changed. A cancel that
-   * knows none leaves a tombstone (see `RateLimiter.cancel`). Always true for a refund or
-   * a charge.
+   * knows none leaves a tombstone (see `RateLimiter.cancel`). For a refund: false when no
+   * admitted take or reservation of its `takeId` on this scope and policy is known (the
+   * same cases, a take without an id or refused); nothing changed, and the refund is not
+   * recorded. Always true for a charge.
    */
   readonly known: boolean;
   /** True when this is the recorded answer of an earlier call with the same id. */
@@ -81,10 +86,22 @@ export interface ReserveOptions {
   readonly requestId?: string;
 }
 
-/** Options of `refund` (the id is required) and `charge`. */
+/** Options of `charge`. */
 export interface PricedOptions {
   /** An id, 1–128 characters: the operation applies once, however often it is sent. */
   readonly id?: string;
+}
+
+/** Options of `refund`: both required. */
+export interface RefundOptions {
+  /** The refund's id, 1–128 characters: it applies once, however often it is sent. */
+  readonly id: string;
+  /**
+   * The id (1–128 characters) of what the refund gives back from: an admitted `take` or
+   * `takeAll` made with this `id`, or a reservation, on the same scope and policy. Units go
+   * back only into the state that one was taken from, at most its cost over all its refunds.
+   */
+  readonly takeId: string;
 }
 
 /** A priced operation of the batch script. */
@@ -109,11 +126,13 @@ export class PricedCall extends InFlight {
     readonly record: WireItem | undefined,
     readonly finish: (reply: readonly unknown[], offset: number) => void,
     reject: (error: Error) => void,
+    /** A refund's anchor: the reservation record and the take record of its `takeId`. */
+    readonly anchor: readonly WireItem[] = [],
   ) {
     super(settler, reject);
     this.args = [...target.args, String(units)];
     this.#item = { key: target.key, batchId: target.batchId, args: this.args };
-    this.size = record === undefined ? 1 : 2;
+    this.size = record === undefined ? 1 : 2 + anchor.length;
     // A settle or refund of a sliding window log rewrites members: more work, with its limit.
     const rewrite = op === 's' || op === 'f' ? settleOf(target.policy.script)?.work : undefined;
     this.work = target.work + PRICED_WORK + (rewrite?.(target.policy.limit) ?? 0);
@@ -128,7 +147,8 @@ export class PricedCall extends InFlight {
   }
 
   item(j: number): WireItem {
-    return j === 0 ? this.#item : (this.record as WireItem);
+    if (j === 0) return this.#item;
+    return j === 1 ? (this.record as WireItem) : (this.anchor[j - 2] as WireItem);
   }
 
   done(reply: readonly unknown[], offset: number): void {
@@ -205,29 +225,51 @@ export function readReservationId(id: unknown): string {
 }
 
 /**
- * The options of `refund` (`required`: its id) and `charge`: `{ id? }`, nothing else.
+ * The options of `charge`: `{ id? }`, nothing else.
  *
  * @throws {InvalidInputError} field `options` or `options.id`
  */
-export function readPricedId(
-  options: PricedOptions | undefined,
-  required: boolean,
-): string | undefined {
+export function readPricedId(options: PricedOptions | undefined): string | undefined {
   if (options !== undefined) {
     if (typeof options !== 'object' || options === null) {
       throw new InvalidInputError('options', 'an object such as { id }', options);
     }
     onlyKnownKeys(options, ['id'], 'options');
   }
+  return readTakeId(options, 'options');
+}
+
+/**
+ * The options of `refund`: `{ id, takeId }`, both required, nothing else.
+ *
+ * @throws {InvalidInputError} field `options`, `options.id` or `options.takeId`
+ */
+export function readRefundOptions(options: RefundOptions | undefined): {
+  id: string;
+  takeId: string;
+} {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidInputError('options', 'an object such as { id, takeId }', options);
+  }
+  onlyKnownKeys(options, ['id', 'takeId'], 'options');
+  const chars = `a string of 1 to ${MAX_TAKE_ID_LENGTH} characters`;
   const id = readTakeId(options, 'options');
-  if (id === undefined && required) {
+  if (id === undefined) {
     throw new InvalidInputError(
       'options.id',
-      `a string of 1 to ${MAX_TAKE_ID_LENGTH} characters (a refund needs an id: it applies once)`,
+      `${chars} (a refund needs an id: it applies once)`,
       id,
     );
   }
-  return id;
+  const takeId = readProperty(options, 'takeId', 'options');
+  if (typeof takeId !== 'string' || takeId.length === 0 || takeId.length > MAX_TAKE_ID_LENGTH) {
+    throw new InvalidInputError(
+      'options.takeId',
+      `${chars}: the id of the take (a take or takeAll with an id) or reservation the refund gives back from`,
+      takeId,
+    );
+  }
+  return { id, takeId };
 }
 
 /**
@@ -265,7 +307,7 @@ export function settlement(
 
 /** The replay flag of a request of `size` items whose record is its second item. */
 export function replayedAt(reply: readonly unknown[], offset: number, size: number): boolean {
-  return size === 2 && reply[offset + 4] === 1;
+  return size >= 2 && reply[offset + 4] === 1;
 }
 
 /**

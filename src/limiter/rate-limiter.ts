@@ -43,7 +43,13 @@ import { LocalDenials } from './local-denials.js';
 import { type RateLimiterOptions, readOptions } from './options.js';
 import { Outcomes } from './outcomes.js';
 import { Prefetcher } from './prefetch.js';
-import type { PricedOptions, Reservation, ReserveOptions, Settlement } from './priced.js';
+import type {
+  PricedOptions,
+  RefundOptions,
+  Reservation,
+  ReserveOptions,
+  Settlement,
+} from './priced.js';
 import { PricedOps } from './priced-ops.js';
 import type { ReserveAllResult } from './reserve-all.js';
 import { IdCall, IdGroupCall, readTakeId, recordItem } from './retry-safe.js';
@@ -507,15 +513,22 @@ export class RateLimiter {
   }
 
   /**
-   * Gives back at most `cost` units (a positive safe integer) into `scope`'s current state
-   * under `policy`: never above the policy's capacity, only into the current window (see
-   * `docs/priced.md`). The `id` is required: a refund applies once, however often it is sent.
+   * Gives back at most `cost` units (a positive safe integer) of the take or reservation
+   * `options.takeId` (an admitted `take`/`takeAll` made with that `id`, or a reservation, on
+   * this `scope` and `policy`), only into the state it was taken from (its window, bucket
+   * state or log member, and its generation: as a settle; see `docs/priced.md`), never above
+   * the policy's capacity. All refunds of one take give back at most its cost. `options.id`
+   * makes the refund apply once, however often it is sent. A refund of a take unknown here
+   * (never recorded, refused, expired, on another scope) answers `known: false`; one of a
+   * take whose state has ended, from before a `reset`, or of a settled reservation moves
+   * nothing (`applied: 0`).
    *
-   * @throws {InvalidInputError} bad scope, policy, cost, or a missing or bad `options.id`.
+   * @throws {InvalidInputError} bad scope, policy or cost, or a missing or bad `options.id`
+   *   or `options.takeId` (nothing sent).
    * @throws the failures of {@link take}.
    */
-  refund(scope: Scope, policy: Policy, cost: number, options: PricedOptions): Promise<Settlement> {
-    return this.#priced.adjust('f', scope, policy, cost, options);
+  refund(scope: Scope, policy: Policy, cost: number, options: RefundOptions): Promise<Settlement> {
+    return this.#priced.refund(scope, policy, cost, options);
   }
 
   /**
@@ -527,7 +540,7 @@ export class RateLimiter {
    * @throws the failures of {@link take}.
    */
   charge(scope: Scope, policy: Policy, cost: number, options?: PricedOptions): Promise<Settlement> {
-    return this.#priced.adjust('g', scope, policy, cost, options);
+    return this.#priced.charge(scope, policy, cost, options);
   }
 
   /**

@@ -80,7 +80,9 @@ export function idReusedError(id: string): InvalidInputError {
  * `<namespace>:{<tenant hash>}:id:<hash of [id]>`, in the tenant's slot — one per id and
  * tenant, whatever was asked, so that the id reused for another request (other items, their
  * order, costs, a policy of another shape) finds the record and is refused — and its
- * arguments: its TTL, the longest horizon of the targets' policies, and the request's ask.
+ * arguments: its TTL, the longest horizon of the targets' policies, the request's ask, then
+ * per item its key's digest and cost (the record keeps them with the item's mark and
+ * generation, so that `refund` with `takeId` gives back only into the state it came from).
  */
 export function recordItem(targets: readonly Target[], id: string): WireItem {
   const first = targets[0] as Target;
@@ -88,15 +90,34 @@ export function recordItem(targets: readonly Target[], id: string): WireItem {
   for (const target of targets) {
     if (target.policy.horizonMs > horizonMs) horizonMs = target.policy.horizonMs;
   }
-  return {
-    key: `${first.namespace}:${tenantTag(first.parts.tenant)}:id:${digest([id])}`,
-    batchId: 0,
-    args: [String(horizonMs), askDigest(targets)],
-  };
+  const args = [String(horizonMs), askDigest(targets)];
+  // Per item, for a refund of it (see `takeRecordKey`): its key's digest and its cost.
+  for (const target of targets) args.push(keyDigest(target.key), String(target.cost));
+  return { key: takeRecordKey(first, id), batchId: 0, args };
+}
+
+/** The key of the record of a take with `id` of `target`'s tenant (see {@link recordItem}). */
+export function takeRecordKey(target: Target, id: string): string {
+  return `${target.namespace}:${tenantTag(target.parts.tenant)}:id:${digest([id])}`;
+}
+
+/**
+ * The 48-bit digest of a scope key, kept per item in a take's record: a refund naming the
+ * take finds its own scope and policy's item by it (and nothing on another scope).
+ */
+export function keyDigest(key: string): string {
+  return askOf([key]);
 }
 
 /** Work of a record item (a GET and a SET), estimated µs of Redis time. */
 const RECORD_WORK = 3;
+
+/**
+ * Work per item of an admitted take with an id besides its take: its mark read and the
+ * scope's generation kept (a GET and a SET or PEXPIRE of `<key>:g`), as a reserve's
+ * (`PRICED_WORK` in `priced.ts` is the record's and this together), estimated µs.
+ */
+const MARK_WORK = 5;
 
 /** One take with an id in flight: its target, then its record. */
 export class IdCall extends Call {
@@ -116,7 +137,7 @@ export class IdCall extends Call {
   }
 
   override get work(): number {
-    return this.target.work + RECORD_WORK;
+    return this.target.work + RECORD_WORK + MARK_WORK;
   }
 
   override item(j = 0): WireItem {
@@ -156,7 +177,7 @@ export class IdGroupCall extends GroupCall {
     super(settler, targets, resolve, reject);
     this.size = targets.length + 1;
     let work = RECORD_WORK;
-    for (const target of targets) work += 2 * target.work;
+    for (const target of targets) work += 2 * target.work + MARK_WORK;
     this.work = work;
   }
 

@@ -23,7 +23,7 @@ import { resetEpochScript, resetEpochTwin } from '../limiter/reset-epoch.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
 import { decideItem, refusedBlock } from './block-twin.js';
 import { PREFETCH_OPS, prefetchTwin } from './prefetch-twin.js';
-import { PRICED_OPS, pricedTwin } from './priced-twin.js';
+import { PRICED_OPS, pricedTwin, takeMarks } from './priced-twin.js';
 import { replyErrorText, retrySafeTwin } from './retry-safe-twin.js';
 import type { ScriptStore } from './store.js';
 
@@ -141,8 +141,12 @@ export class MemoryStore implements ScriptStore {
       if (PRICED_OPS.has(op)) pricedTwin(state, op, items, reply);
       else if (PREFETCH_OPS.has(op)) prefetchTwin(state, op, items, reply);
       else if (op === 'i') {
-        retrySafeTwin(state, items, reply, (taken, writer) =>
-          this.#request(state, 't', taken, writer),
+        retrySafeTwin(
+          state,
+          items,
+          reply,
+          (taken, writer) => this.#request(state, 't', taken, writer),
+          (taken, ttl) => takeMarks(state, taken, ttl),
         );
       } else this.#request(state, op, items, reply);
     }

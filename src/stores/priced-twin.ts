@@ -1,6 +1,7 @@
 /**
  * The in-memory twin of the priced operations of the batch script (`settle/priced.lua`):
- * reserve (`k`), settle (`s`), refund (`f`) and charge (`g`), each a scope item and its record.
+ * reserve (`k`), settle (`s`), refund (`f`) and charge (`g`), each a scope item and its record
+ * (a refund: then its anchor, the reservation and take records of its `takeId`).
  */
 import type { ReadItem, ReplyWriter } from '../algorithms/batch-wire.js';
 import { ALGORITHMS } from '../algorithms/registry.js';
@@ -63,7 +64,7 @@ function reservation(state: TwinState, key: string): number[] | 'tombstone' | un
   let good = (rec.length === 9 && r(9) === 0) || (rec.length === 11 && r(9) === 1 && r(11) >= 0);
   if (good) {
     good =
-      r(1) === 1 && r(2) >= 0 && r(3) >= 0 && r(4) === 0 && r(5) >= 1 && r(6) >= 0 && r(7) >= 0;
+      r(1) === 1 && r(2) >= 0 && r(3) >= 0 && r(4) === 0 && r(5) >= 0 && r(6) >= 0 && r(7) >= 0;
     good = good && r(8) >= 0;
   }
   if (good) return rec;
@@ -99,6 +100,136 @@ function generation(state: TwinState, key: string, ttl: number | undefined): num
   return g;
 }
 
+/** As `take_record` in `settle/priced.lua`: a take's record (op `i`), 8 numbers an item. */
+function takeRecord(state: TwinState, key: string): number[] | undefined {
+  let text: unknown;
+  try {
+    text = state.get<unknown>(key, 'string');
+  } catch {
+    return undefined;
+  }
+  if (text === undefined || state.pttl(key) < 0) return undefined;
+  const out: number[] = [];
+  for (const part of String(text).split(',')) {
+    if (part === '') continue;
+    const x = luaNumber(part);
+    if (x === undefined || !Number.isInteger(x) || x < 0) return undefined;
+    out.push(x);
+  }
+  const m = (out.length - 1) / 8;
+  if (m < 1 || !Number.isInteger(m)) return undefined;
+  for (let j = 0; j < 8 * m; j += 8) if (out[j] !== 1 || out[j + 3] !== 0) return undefined;
+  return out;
+}
+
+type Adjust = (
+  delta: number | undefined,
+  mark: number | undefined,
+  cost: number,
+) => ReturnType<SettleTwin>;
+
+/** As `give_back`: units moved, units of `left` spent, the mark after; undefined: untrusted. */
+function giveBack(
+  state: TwinState,
+  scopeKey: string,
+  adjust: Adjust,
+  units: number,
+  left: number,
+  mark: number,
+  gen: number,
+): [moved: number, spent: number, mark: number] | undefined {
+  const want = Math.min(units, left);
+  if (want <= 0 || generation(state, scopeKey, undefined) !== gen) return [0, 0, mark];
+  const r = adjust(-want, mark, left) as [number, number, number?, number?, number?];
+  if (r[2] === 1) return undefined;
+  return [r[0], r[4] ?? Math.max(-r[0], 0), r[3] ?? mark];
+}
+
+/** As `refund_anchor`: the units a refund moved from its anchor, undefined when unknown. */
+function refundAnchor(
+  state: TwinState,
+  scope: ReadItem,
+  adjust: Adjust,
+  units: number,
+  anchor: readonly ReadItem[],
+  ttl: number,
+): number | undefined {
+  const [rsvItem, takeItem] = anchor as [ReadItem, ReadItem];
+  const rsv = reservation(state, rsvItem.key);
+  if (rsv === 'tombstone') return undefined;
+  if (rsv !== undefined) {
+    if (rsv[8] === 1) return 0;
+    const got = giveBack(
+      state,
+      scope.key,
+      adjust,
+      units,
+      rsv[4] as number,
+      rsv[5] as number,
+      rsv[6] as number,
+    );
+    if (got === undefined) {
+      state.delete(rsvItem.key);
+      return undefined;
+    }
+    const [moved, spent, mark] = got;
+    if (spent > 0) {
+      rsv[4] = (rsv[4] as number) - spent;
+      rsv[5] = mark;
+      state.update(rsvItem.key, recordText(rsv));
+      recordCap(state, rsvItem.key, ttl);
+    }
+    return moved;
+  }
+  const take = takeRecord(state, takeItem.key);
+  if (take === undefined) return undefined;
+  const keyhash = Number(takeItem.args[1]);
+  for (let at = 0; at + 8 <= take.length - 1; at += 8) {
+    if (take[at + 6] !== keyhash) continue;
+    const got = giveBack(
+      state,
+      scope.key,
+      adjust,
+      units,
+      take[at + 7] as number,
+      take[at + 4] as number,
+      take[at + 5] as number,
+    );
+    if (got === undefined) return undefined;
+    const [moved, spent, mark] = got;
+    if (spent > 0) {
+      take[at + 7] = (take[at + 7] as number) - spent;
+      take[at + 4] = mark;
+      state.update(takeItem.key, recordText(take));
+    }
+    return moved;
+  }
+  return undefined;
+}
+
+/**
+ * As `take_marks` in `settle/priced.lua`: the mark and generation of each item of an admitted
+ * take with an id (0, 0 for an algorithm without a settle body), the generation kept `ttl` ms.
+ */
+export function takeMarks(
+  state: TwinState,
+  items: readonly ReadItem[],
+  ttl: number,
+): readonly number[] {
+  const out: number[] = [];
+  for (const item of items) {
+    const take = ALGORITHMS[item.batchId - 1];
+    const settle = take && settleOf(take.script)?.twin;
+    if (settle === undefined) {
+      out.push(0, 0);
+      continue;
+    }
+    const mark = Math.max(settle(state, item.key, item.args, undefined, undefined, 0) as number, 0);
+    out.push(mark, generation(state, item.key, ttl));
+  }
+  return out;
+}
+
 /** As `left_now`: the units a peek reports now (a blocked scope: 0). */
 function leftNow(state: TwinState, scope: ReadItem, take: Twin): number {
   const r = decideItem(state, scope.key, scope.args, take, DRY);
@@ -116,6 +247,7 @@ function request(
   op: string,
   scope: ReadItem,
   record: ReadItem | undefined,
+  anchor: readonly ReadItem[],
 ): [slots: readonly number[], replayed: number] {
   const { take, settle } = settleTwinOf(scope);
   const args = scope.args;
@@ -174,12 +306,17 @@ function request(
     }
     if (rec !== undefined) state.delete(record.key);
   }
-  const r = adjust(op === 'f' ? -units : units, undefined, units) as [number, number];
+  let applied: number;
+  if (op === 'f') {
+    const moved = refundAnchor(state, scope, adjust, units, anchor, ttl as number);
+    if (moved === undefined) return [[0, 0, leftNow(state, scope, take), 0], 0];
+    applied = moved;
+  } else applied = (adjust(units, undefined, units) as [number, number])[0];
   const left = leftNow(state, scope, take);
   if (record !== undefined) {
-    state.set(record.key, 'string', recordText([r[0], left, Number(ask)]), ttl);
+    state.set(record.key, 'string', recordText([applied, left, Number(ask)]), ttl);
   }
-  return [[1, r[0], left, 0], 0];
+  return [[1, applied + 0, left, 0], 0];
 }
 
 /** A reserve-all (op `m`, as `reserve_all_request` in `settle/priced.lua`): pairs of scope and record. */
@@ -275,9 +412,10 @@ export function pricedTwin(
     return;
   }
   try {
-    const [slots, replayed] = request(state, op, items[0] as ReadItem, items[1]);
+    const [slots, replayed] = request(state, op, items[0] as ReadItem, items[1], items.slice(2));
     reply.item(slots);
-    if (items.length === 2) reply.item([replayed, 0, 0, 0]);
+    if (items.length >= 2) reply.item([replayed, 0, 0, 0]);
+    for (let j = 2; j < items.length; j++) reply.item([0, 0, 0, 0]);
   } catch (error) {
     reply.failed(items.length, replyErrorText(error));
   }

@@ -45,9 +45,9 @@ function recorded(
       slots.push(value);
     }
   }
-  let m: number | undefined = slots === undefined ? undefined : (slots.length - 1) / 4;
+  let m: number | undefined = slots === undefined ? undefined : (slots.length - 1) / RECORD_SLOTS;
   if (slots !== undefined && m !== undefined && m >= 1 && Number.isInteger(m)) {
-    for (let j = 0; j < 4 * m; j += REPLY_SLOTS) {
+    for (let j = 0; j < RECORD_SLOTS * m; j += RECORD_SLOTS) {
       if (slots[j] !== 1 || slots[j + 3] !== 0) {
         m = undefined;
         break;
@@ -60,15 +60,20 @@ function recorded(
   return undefined;
 }
 
+/** Numbers per item of a take's record: its slots, mark, generation, key digest, units left. */
+const RECORD_SLOTS = 8;
+
 /**
  * Runs one op-`i` request: `items` are the takes, then the record; `take` decides the takes
- * as op `t` into the writer it is given.
+ * as op `t` into the writer it is given; `marks` gives each taken item's mark and generation
+ * (see `takeMarks` in `priced-twin.ts`).
  */
 export function retrySafeTwin(
   state: TwinState,
   items: readonly ReadItem[],
   reply: ReplyWriter,
   take: (taken: readonly ReadItem[], writer: ReplyWriter) => void,
+  marks: (taken: readonly ReadItem[], ttl: number) => readonly number[],
 ): void {
   const record = items[items.length - 1] as ReadItem;
   const taken = items.slice(0, -1);
@@ -81,7 +86,9 @@ export function retrySafeTwin(
     return;
   }
   if (replay !== undefined) {
-    for (let j = 0; j < n; j++) reply.item(replay.slice(REPLY_SLOTS * j, REPLY_SLOTS * (j + 1)));
+    for (let j = 0; j < n; j++) {
+      reply.item(replay.slice(RECORD_SLOTS * j, RECORD_SLOTS * j + REPLY_SLOTS));
+    }
     reply.item([1, 0, 0, 0]);
     return;
   }
@@ -96,9 +103,18 @@ export function retrySafeTwin(
     let admitted = true;
     for (let j = 0; j < REPLY_SLOTS * n; j += REPLY_SLOTS) if (out[j] !== 1) admitted = false;
     if (admitted) {
-      const text = (out as number[]).map((v) => Math.trunc(v).toString());
+      const ttl = Number(record.args[0]);
+      const marked = marks(taken, ttl);
+      const text: string[] = [];
+      for (let j = 0; j < n; j++) {
+        for (let l = 0; l < REPLY_SLOTS; l++) {
+          text.push(Math.trunc(out[REPLY_SLOTS * j + l] as number).toString());
+        }
+        text.push(String(marked[2 * j]), String(marked[2 * j + 1]));
+        text.push(record.args[2 + 2 * j] as string, record.args[3 + 2 * j] as string);
+      }
       text.push(ask);
-      state.set(record.key, 'string', text.join(','), Number(record.args[0]));
+      state.set(record.key, 'string', text.join(','), ttl);
     }
   }
   reply.item([0, 0, 0, 0]);

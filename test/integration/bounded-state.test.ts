@@ -534,7 +534,8 @@ describe('priced operations and ids keep every key within its horizon', () => {
       await middle.cancel(); // the log: its member removed, the later ones rewritten
       await r.settle(30);
       await limiter.charge(scope, policy, 50, { id: 'penalty' });
-      await limiter.refund(scope, policy, 4, { id: 'refund' });
+      await limiter.refund(scope, policy, 4, { id: 'refund', takeId: 'once' });
+      await limiter.refund(scope, policy, 1, { id: 'refund-r', takeId: r.id });
       await limiter.takeAll([{ scope, policy }], { id: 'all' });
       const keys = (await admin.client.keys(`rate:{*}*`)).filter((key) =>
         key.includes(limiter.keyOf(scope, policy).slice(5, 39)),

@@ -157,7 +157,12 @@ describe('fuzzing the public API', () => {
         fc.oneof(fc.constant(scope), anything),
         fc.oneof(fc.constantFrom(...policies), anything),
         fc.oneof(fc.integer({ min: -2, max: 8 }), anything),
-        fc.oneof(fc.constant(undefined), anything, fc.record({ id: anything, cost: anything })),
+        fc.oneof(
+          fc.constant(undefined),
+          anything,
+          fc.record({ id: anything, cost: anything }),
+          fc.record({ id: anything, takeId: anything }),
+        ),
         async (op, s, p, n, options) => {
           const before = await scriptCalls(admin);
           let pending: Promise<unknown>;

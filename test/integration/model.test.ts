@@ -67,7 +67,7 @@ type Op =
   | ({ kind: 'reserve'; id: string } & Item)
   | { kind: 'reserveAll'; items: Item[]; id: string }
   | ({ kind: 'settle'; id: string; actual: number } & Target)
-  | ({ kind: 'refund'; id: string } & Item)
+  | ({ kind: 'refund'; id: string; takeId: string } & Item)
   | ({ kind: 'charge'; id: Id } & Item)
   | { kind: 'advance'; us: number }
   | ({ kind: 'seed'; state: Spec; ttl: number | null } & Target);
@@ -494,6 +494,8 @@ const ops = (c: Case, maxCost: number): fc.Arbitrary<Op[]> =>
           ...target,
           cost: cost(maxCost),
           id: pricedId,
+          // The take (a take or takeAll with an id) or reservation it gives back from.
+          takeId: pricedId,
         }),
       },
       {
@@ -759,7 +761,7 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
                       : op.kind === 'settle'
                         ? l.settle(t.scope, t.policy, op.id, op.actual)
                         : op.kind === 'refund'
-                          ? l.refund(t.scope, t.policy, op.cost, { id: op.id })
+                          ? l.refund(t.scope, t.policy, op.cost, { id: op.id, takeId: op.takeId })
                           : l.charge(t.scope, t.policy, op.cost, op.id ? { id: op.id } : undefined);
                   a = await outcome(() => call(onRedis));
                   b = await outcome(() => call(inMemory));
@@ -874,13 +876,15 @@ describe('model: Redis script ≡ in-memory twin under a controlled clock', () =
  * The sliding window log's priced operations (settle/sliding-window-log.lua) on one scope
  * and one policy, where most settles find their reservation: a reservation's member in the
  * middle of the log (later members rewritten), at its end, one that left the window, cancels,
- * excess charged, refunds from the newest members, charges, resets, clock steps. After every
+ * excess charged, refunds of takes with an id and of reservations, charges, resets, clock
+ * steps. After every
  * operation both stores are peeked twice (cost 1, and the limit: the wait, which a binary
  * search over the totals finds), so a total left wrong by a rewrite shows at once.
  */
 describe('model: the sliding window log priced, Redis ≡ twin', () => {
   type LogOp =
-    | { kind: 'take' | 'reserve' | 'refund' | 'charge'; cost: number; id: string }
+    | { kind: 'take' | 'reserve' | 'charge'; cost: number; id: string }
+    | { kind: 'refund'; cost: number; id: string; takeId: string }
     | { kind: 'settle'; id: string; actual: number }
     | { kind: 'reset' }
     | { kind: 'advance'; us: number };
@@ -918,6 +922,11 @@ describe('model: the sliding window log priced, Redis ≡ twin', () => {
             kind: fc.constant('refund' as const),
             cost: fc.integer({ min: 1, max: 6 }),
             id,
+            // A reservation's id, or a take's (`t<id>`).
+            takeId: fc.oneof(
+              id,
+              id.map((i) => `t${i}`),
+            ),
           }),
         },
         {
@@ -972,13 +981,16 @@ describe('model: the sliding window log priced, Redis ≡ twin', () => {
             const call = (l: RateLimiter): Promise<unknown> => {
               switch (op.kind) {
                 case 'take':
-                  return l.take(scope, policy, { cost: op.cost });
+                  return l.take(scope, policy, { cost: op.cost, id: `t${op.id}` });
                 case 'reserve':
                   return l.reserve(scope, policy, { cost: op.cost, id: op.id });
                 case 'settle':
                   return l.settle(scope, policy, op.id, op.actual);
                 case 'refund':
-                  return l.refund(scope, policy, op.cost, { id: `${op.id}${nowUs}` });
+                  return l.refund(scope, policy, op.cost, {
+                    id: `${op.id}${nowUs}`,
+                    takeId: op.takeId,
+                  });
                 case 'charge':
                   return l.charge(scope, policy, op.cost);
                 default:

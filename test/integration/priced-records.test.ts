@@ -296,9 +296,20 @@ describe('a settlement reports the remaining a peek reports right after', () => 
         await l.reset(scope, policy);
         await l.take(scope, policy, { cost: 1 });
         await same('another generation', (await c.cancel()).remaining);
-        await same('a refund', (await l.refund(scope, policy, 1, { id: 'f' })).remaining);
+        await l.take(scope, policy, { cost: 2, id: 't' });
+        await same(
+          'a refund',
+          (await l.refund(scope, policy, 1, { id: 'f', takeId: 't' })).remaining,
+        );
+        await same(
+          'a refund of an unknown take',
+          (await l.refund(scope, policy, 1, { id: 'g', takeId: 'nope' })).remaining,
+        );
         await same('a charge', (await l.charge(scope, policy, 2)).remaining);
-        await same('a replayed refund', (await l.refund(scope, policy, 1, { id: 'f' })).remaining);
+        await same(
+          'a replayed refund',
+          (await l.refund(scope, policy, 1, { id: 'f', takeId: 't' })).remaining,
+        );
       }
     });
   }

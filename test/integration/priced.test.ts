@@ -314,21 +314,24 @@ describe('only into the window (or bucket state) it was taken from', () => {
 });
 
 describe('refund and charge', () => {
-  it('a refund retried 5 times is applied once, at most its cost, never above the limit', async () => {
+  it('a refund retried 5 times is applied once; refunds of one take give back at most its cost', async () => {
     const l = await limiter();
     const admin = await redis.admin();
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
-    await l.take(scope, policy, { cost: 7 });
+    await l.take(scope, policy, { cost: 7, id: 'take-1' });
     const answers = [];
-    for (let i = 0; i < 5; i++) answers.push(await l.refund(scope, policy, 3, { id: 'ref-1' }));
+    for (let i = 0; i < 5; i++) {
+      answers.push(await l.refund(scope, policy, 3, { id: 'ref-1', takeId: 'take-1' }));
+    }
     assert.deepEqual(
       answers.map((a) => [a.applied, a.replayed]),
       [[-3, false], ...Array.from({ length: 4 }, () => [-3, true])],
     );
     assert.equal(await admin.client.get(keyFor(policy, scope.tenant, route)), '4');
-    // Never above the limit: a refund of 9 gives back the 4 used.
-    assert.equal((await l.refund(scope, policy, 9, { id: 'ref-2' })).applied, -4);
+    // At most the take's cost: a refund of 9 gives back the 4 left of it.
+    assert.equal((await l.refund(scope, policy, 9, { id: 'ref-2', takeId: 'take-1' })).applied, -4);
+    assert.equal((await l.refund(scope, policy, 1, { id: 'ref-3', takeId: 'take-1' })).applied, 0);
     assert.equal((await l.peek(scope, policy)).remaining, 10);
   });
 
@@ -338,11 +341,11 @@ describe('refund and charge', () => {
     const l = new RateLimiter({ client, timeoutMs: 150 });
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
-    await l.take(scope, policy, { cost: 8 });
+    await l.take(scope, policy, { cost: 8, id: 'take' });
     await admin.client.sendCommand(['CLIENT', 'PAUSE', '500', 'ALL']);
-    await assert.rejects(l.refund(scope, policy, 3, { id: 'late' }), TimeoutError);
+    await assert.rejects(l.refund(scope, policy, 3, { id: 'late', takeId: 'take' }), TimeoutError);
     await sleep(600);
-    const retried = await l.refund(scope, policy, 3, { id: 'late' });
+    const retried = await l.refund(scope, policy, 3, { id: 'late', takeId: 'take' });
     assert.deepEqual([retried.applied, retried.replayed], [-3, true]);
     assert.equal(await admin.client.get(keyFor(policy, scope.tenant, route)), '5');
   });
@@ -380,7 +383,8 @@ describe('bad input is refused before Redis', () => {
     await assert.rejects(l.settle(scope, policy, 'x', 1.5), field('actualCost'));
     await assert.rejects(l.settle(scope, policy, '', 1), field('id'));
     await assert.rejects(l.refund(scope, policy, 1, {} as never), field('options.id'));
-    await assert.rejects(l.refund(scope, policy, 0, { id: 'r' }), field('cost'));
+    await assert.rejects(l.refund(scope, policy, 1, { id: 'r' } as never), field('options.takeId'));
+    await assert.rejects(l.refund(scope, policy, 0, { id: 'r', takeId: 't' }), field('cost'));
     await assert.rejects(
       l.charge(scope, policy, 1, { id: 'r', extra: 1 } as never),
       field('options.extra'),
@@ -398,7 +402,7 @@ describe('bad input is refused before Redis', () => {
       (error as InvalidInputError).expected.includes(String(MAX_PRICED_LOG_LIMIT));
     await assert.rejects(l.reserve(scope, big), bound('policy.limit'));
     await assert.rejects(l.settle(scope, big, 'x', 1), bound('policy.limit'));
-    await assert.rejects(l.refund(scope, big, 1, { id: 'r' }), bound('policy.limit'));
+    await assert.rejects(l.refund(scope, big, 1, { id: 'r', takeId: 't' }), bound('policy.limit'));
     await assert.rejects(l.charge(scope, big, 1), bound('policy.limit'));
     await assert.rejects(
       l.reserveAll([

@@ -5,7 +5,8 @@
 -- settle/registry.ts); it reads the fixed window's own ARGV (limit, windowMs, cost).
 --   delta  nil: return the window's mark (its expiry time, absolute ms), else the
 --          units to move: < 0 gives back, > 0 charges
---   mark   the window a reservation was taken from (its expiry), or nil: the current window
+--   mark   the window a reservation (or a refunded take) was taken from (its expiry), or
+--          nil (a charge): the current window
 -- Returns { applied, remaining }: the units moved (signed), the units left in the window;
 -- { 0, 0, 1 } when `mark` or `cost` is not one this state could have given (unknown).
 --

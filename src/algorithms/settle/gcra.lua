@@ -5,10 +5,13 @@
 -- settle/registry.ts); it reads GCRA's own ARGV (intervalUs, burst, cost).
 --   delta  nil: return the mark after a reservation (the TAT it left, absolute µs), else
 --          the units to move (< 0 gives back)
---   mark   a reservation's mark, or nil (a refund or a charge: the TAT as it is)
+--   mark   a reservation's (or a refunded take's) mark, or nil (a charge: the TAT as it is)
 --   cost   the units the reservation took
 -- Returns { applied, remaining }: whole units moved (signed, rounded toward 0), the burst
--- left now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given.
+-- left now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given. A
+-- give-back against a mark (a refund) also returns { …, 0, mark', spent }: the mark moved back
+-- as the TAT was, and the units of the reservation's cost it used up (rounded up, so that
+-- refunds of it never return more than its cost in all).
 --
 -- Only into the state it was taken from: the TAT's lead over now drains oldest first, so at
 -- time t the part of a reservation still pending is min(cost × interval, mark − t); a
@@ -58,4 +61,6 @@ if moved ~= 0 then
     redis.call('DEL', key)
   end
 end
-return { applied, math.max(floor_div(tolerance - (tat - now), interval), 0) }
+local left = math.max(floor_div(tolerance - (tat - now), interval), 0)
+if mark and delta < 0 then return { applied, left, 0, mark + moved, ceil_div(-moved, interval) } end
+return { applied, left }

@@ -17,8 +17,19 @@
 --      cancel of one leaves a tombstone for the TTL, so its reserve, arriving after it (its
 --      reply timed out), takes nothing. One of another generation (the scope was reset since)
 --      moves nothing.
---   f  refund `units` into the current state; g  charge `units` past the limit. Their record:
---      "applied,left,ask".
+--   f  refund `units` of the take or reservation it names (its anchor), into the state that
+--      one was taken from; g  charge `units` past the limit. Their record: "applied,left,ask"
+--      (a refund's ask names its anchor too). A refund is four items: the scope, its record,
+--      the anchor's reservation record (`rsv`, TTL) and the anchor's take record (`id`, TTL,
+--      the scope key's digest: which item of a takeAll). A reservation of the id is used
+--      first, else the take. The anchor's record keeps what is left to give back (its cost,
+--      lowered by every refund, so that all refunds of one take return at most its cost) and
+--      its mark (moved with a token bucket's or GCRA's give-back). A refund of an unknown
+--      anchor (never recorded, refused, expired, untrusted, another scope) moves nothing, is
+--      not recorded, and answers known 0; one of a settled reservation, of another
+--      generation (a reset since), or of a state that has ended moves nothing (known 1).
+--   The record of a take with an id (op i in batch.lua) holds, per item, its four slots, its
+--   mark, its generation, its key's digest and the units left to refund (see take_marks).
 --   m  reserve all (reserveAll): pairs of a scope item and its record, all or nothing as a
 --      takeAll: every scope decided dry first; only when all are admitted is each reserved
 --      (taken, its mark recorded), else none is and each reports the state as a refused
@@ -139,19 +150,105 @@ local TOMBSTONE = '-1'
 -- A reservation record: "1,remaining,resetMs,0,cost,mark,gen,ask,0" when reserved,
 -- "…,1,applied,left" once settled, TOMBSTONE when cancelled before any reserve of the id
 -- arrived (see op s). Returns the record's numbers, 'tombstone', or nil: none, or untrusted
--- (another shape, a cost below 1, a negative mark or generation; removed).
+-- (another shape, a negative cost, mark or generation; removed). The cost is what is left of
+-- it: refunds lower it, down to 0.
 local function reservation(k)
   local rec = record_numbers(k)
   if not rec then return nil end
   if #rec == 1 and rec[1] == -1 then return 'tombstone' end
   local good = (#rec == 9 and rec[9] == 0) or (#rec == 11 and rec[9] == 1 and rec[11] >= 0)
   if good then
-    good = rec[1] == 1 and rec[2] >= 0 and rec[3] >= 0 and rec[4] == 0 and rec[5] >= 1
+    good = rec[1] == 1 and rec[2] >= 0 and rec[3] >= 0 and rec[4] == 0 and rec[5] >= 0
       and rec[6] >= 0 and rec[7] >= 0 and rec[8] >= 0
   end
   if good then return rec end
   record_del(k)
   return nil
+end
+
+-- The record of a take with an id (op i): per item "1,remaining,resetMs,0,mark,gen,keyhash,
+-- left", then the ask. Its numbers, or nil when absent or of another shape (left alone: op i
+-- judges its own records).
+local function take_record(k)
+  local ok, text = pcall(record_get, k)
+  if not ok or not text or record_ttl(k) < 0 then return nil end
+  local out = {}
+  for v in string.gmatch(text, '[^,]+') do
+    local x = tonumber(v)
+    if not x or x ~= math.floor(x) or x < 0 then return nil end
+    out[#out + 1] = x
+  end
+  local m = (#out - 1) / 8
+  if m < 1 or m ~= math.floor(m) then return nil end
+  for j = 1, 8 * m, 8 do
+    if out[j] ~= 1 or out[j + 3] ~= 0 then return nil end
+  end
+  return out
+end
+
+-- Gives back up to `units` of an anchor (`left` units still refundable, taken with `mark` in
+-- generation `gen`) into its own state. Returns the units moved (signed), the units of `left`
+-- used up and the mark after it; nil when the body finds the mark or cost untrusted.
+local function give_back(i, base, adjust, units, left, mark, gen)
+  local want = math.min(units, left)
+  if want <= 0 or generation(i, nil) ~= gen then return 0, 0, mark end
+  local r = adjust(i, base, -want, mark, left)
+  if r[3] == 1 then return nil end
+  return r[1], r[5] or math.max(-r[1], 0), r[4] or mark
+end
+
+-- A refund of the anchor named by `anchor` ({ rsv, take, keyhash }): the units moved, or nil
+-- when the anchor is unknown (nothing moved).
+local function refund_anchor(i, base, adjust, units, anchor, ttl)
+  local rsv = reservation(anchor.rsv)
+  if rsv == 'tombstone' then return nil end
+  if rsv then
+    if rsv[9] == 1 then return 0 end -- settled: what was used is final
+    local moved, spent, mark = give_back(i, base, adjust, units, rsv[5], rsv[6], rsv[7])
+    if moved == nil then
+      record_del(anchor.rsv)
+      return nil
+    end
+    if spent > 0 then
+      rsv[5], rsv[6] = rsv[5] - spent, mark
+      record_set(anchor.rsv, record_text(rsv), nil, ttl)
+    end
+    return moved
+  end
+  local take = take_record(anchor.take)
+  if not take then return nil end
+  for at = 0, #take - 2, 8 do
+    if take[at + 7] == anchor.keyhash then
+      local moved, spent, mark =
+        give_back(i, base, adjust, units, take[at + 8], take[at + 5], take[at + 6])
+      if moved == nil then return nil end
+      if spent > 0 then
+        take[at + 8], take[at + 5] = take[at + 8] - spent, mark
+        -- Its TTL kept: a takeAll's record lives for the longest horizon of its policies.
+        redis.call('SET', anchor.take, record_text(take), 'KEEPTTL')
+      end
+      return moved
+    end
+  end
+  return nil
+end
+
+-- The marks of an admitted take with an id (op i), items from KEYS[first] and ARGV[a]: for
+-- each, its mark and generation (kept for the record's TTL, as a reserve's), as a
+-- reservation records them; 0, 0 for an algorithm without a settle body (not refundable).
+local function take_marks(n, first, a, ttl)
+  local out = {}
+  for j = 1, n do
+    local id, base = tonumber(ARGV[a]), a + 1
+    local adjust, mark, gen = SETTLE[id], 0, 0
+    if adjust then
+      mark = math.max(adjust(first + j - 1, base, nil, nil, 0), 0)
+      gen = generation(first + j - 1, ttl)
+    end
+    out[2 * j - 1], out[2 * j] = mark, gen
+    a = a + 2 + tonumber(ARGV[a + 1])
+  end
+  return out
 end
 
 -- The units admissible now on item i, as a peek reports them (a blocked scope: 0).
@@ -172,7 +269,7 @@ end
 
 -- One priced request; returns its item's four slots and its record's reply (0 decided now,
 -- 1 replayed, 2 the id was another request's: nothing done).
-local function priced_request(op, i, id, base, units, record, ttl, ask)
+local function priced_request(op, i, id, base, units, record, ttl, ask, anchor)
   local adjust = SETTLE[id]
   if adjust == nil then
     error({ err = 'ERR reserve, settle, refund and charge do not support this algorithm' })
@@ -229,12 +326,17 @@ local function priced_request(op, i, id, base, units, record, ttl, ask)
     end
     if rec then record_del(record) end
   end
-  local delta = units
-  if op == 'f' then delta = -units end
-  local r = adjust(i, base, delta, nil, units)
+  local applied
+  if op == 'f' then
+    applied = refund_anchor(i, base, adjust, units, anchor, ttl)
+    -- An unknown anchor: nothing moved, nothing recorded (a retry is decided afresh).
+    if applied == nil then return { 0, 0, left_now(i, id, base), 0 }, 0 end
+  else
+    applied = adjust(i, base, units, nil, units)[1]
+  end
   local left = left_now(i, id, base)
-  if record then record_set(record, record_text({ r[1], left, ask }), ttl) end
-  return { 1, r[1], left, 0 }, 0
+  if record then record_set(record, record_text({ applied, left, ask }), ttl) end
+  return { 1, applied, left, 0 }, 0
 end
 
 -- The slots of a reserve-all of m scopes (item j at KEYS[first + 2j - 2], its record next)
@@ -342,15 +444,23 @@ local function priced(op, n, first, a)
   local argc = tonumber(ARGV[base])
   local units = tonumber(ARGV[base + argc])
   local after = a + 2 + argc
-  local record, ttl, ask
-  if n == 2 then
+  local record, ttl, ask, anchor
+  if n >= 2 then
     record, ttl, ask = KEYS[first + 1], ARGV[after + 2], ARGV[after + 3]
     after = after + 2 + tonumber(ARGV[after + 1])
   end
-  local ok, r, replayed = pcall(priced_request, op, first, id, base, units, record, ttl, ask)
+  if n == 4 then
+    -- A refund's anchor: its reservation record (TTL), then its take record (TTL, keyhash).
+    after = after + 2 + tonumber(ARGV[after + 1])
+    anchor = { rsv = KEYS[first + 2], take = KEYS[first + 3], keyhash = tonumber(ARGV[after + 3]) }
+    after = after + 2 + tonumber(ARGV[after + 1])
+  end
+  local ok, r, replayed =
+    pcall(priced_request, op, first, id, base, units, record, ttl, ask, anchor)
   if ok then
     emit(r[1], r[2], r[3], r[4])
     if record then emit(replayed, 0, 0, 0) end
+    for _ = 3, n do emit(0, 0, 0, 0) end
   else
     failed(n, r)
   end

@@ -5,14 +5,15 @@
 -- settle/registry.ts); it reads the counter's own ARGV (limit, windowMs, cost).
 --   delta  nil: return the mark after a reservation (the index of its window), else the
 --          units to move (< 0 gives back)
---   mark   a reservation's window index, or nil (a refund or a charge: the current window)
+--   mark   a reservation's (or a refunded take's) window index, or nil (a charge: the
+--          current window)
 -- Returns { applied, remaining }: the units moved (signed), the units admissible now;
 -- { 0, 0, 1 } when `mark` or `cost` is not one this state could have given (unknown).
 --
 -- Only into the window it came from: a settle or cancel applies only while the
 -- reservation's window is the current one (once it is the previous window, its weight
 -- already fades, and a give-back would reach into time that has passed: nothing changes); a
--- refund only into the current window's count. A give-back stops at 0; a charge past the
+-- refund of a take likewise, against its mark. A give-back stops at 0; a charge past the
 -- limit fills the current window (its weight then carries into the next window as any
 -- count does, no further).
 

@@ -5,8 +5,9 @@
 -- settle/registry.ts); it reads the log's own ARGV (limit, windowMs, cost).
 --   delta  nil: return the mark of the reservation just admitted (the score, ms, of the
 --          newest member: its own), else the units to move: < 0 gives back, > 0 charges
---   mark   the score of a reservation's member, or nil (a refund or a charge: the log now)
---   cost   a reservation's units (its member was written `<total>:<cost>`)
+--   mark   the score of a reservation's (or a refunded take's) member, or nil (a charge:
+--          the log now)
+--   cost   its units not given back yet (its member holds `<total>:<cost>`)
 -- Returns { applied, remaining }: the units moved (signed), the units admissible now.
 --
 -- A member M (score s, total T, cost c) counts c units from s until it leaves the window.
@@ -22,8 +23,8 @@
 --
 -- A charge (or a settle's excess, while M is in the window) is a member at now of
 -- min(units, limit − count) units: a take that is never refused, so the debt is at most one
--- full window. A refund gives back up to `units` from the newest members (certainly in the
--- window), removing those it empties, never below 0. Every call trims stale members as a take
+-- full window. A refund is a give-back against its take's member, as a settle's (see
+-- settle/priced.lua: the record's cost is lowered with the member). Every call trims stale members as a take
 -- does (at most 8), so the members a charge adds never pile up. Foreign state (what the take
 -- would start afresh, or a member read here that is not the log's, or totals that do not
 -- rise) is left alone: nothing moves, the next take clears it.
@@ -88,7 +89,7 @@ end
 if not read() then return { 0, 0 } end
 
 -- Replaces the newest m members (a tail of the log: a reservation's member and every later
--- one, or the members a refund reaches) by `new` (score, name pairs, chunked), keeping the
+-- one) by `new` (score, name pairs, chunked), keeping the
 -- key's TTL (removing every member deletes the key, and the ZADD after it would make one
 -- without a TTL). A key without a TTL, or with one beyond the window, gets the window.
 local function rewrite(m, new)
@@ -110,33 +111,20 @@ local function charge(units)
   return { n, limit - count - n }
 end
 
+-- A charge (no mark). A give-back always has one: a settle's reservation, a refund's take.
 if mark == nil then
   if delta > 0 then return charge(delta) end
-  -- A refund: from the newest member down, at most the units in the window.
-  local want = math.min(-delta, count)
-  if want <= 0 then return { 0, limit - count } end
-  local reply = redis.call('ZRANGE', key, -math.min(want, card - stale), -1, 'WITHSCORES')
-  local m, new, left, above = 0, {}, want, nil
-  for j = #reply - 1, 1, -2 do
-    local t, n, s = entry(reply[j], reply[j + 1])
-    if not t or s <= now - window or (above and t >= above) then return { 0, limit - count } end
-    above = t
-    m = m + 1
-    if n > left then
-      new[1], new[2] = reply[j + 1], name(t - left, n - left)
-      left = 0
-    else
-      left = left - n
-    end
-    if left == 0 then break end
-  end
-  rewrite(m, new)
-  local moved = want - left
-  return { -moved, limit - count + moved }
+  return { 0, limit - count }
 end
 
 -- A reservation's member, `mark`: nothing moves once it has left the window (or is gone).
 if mark <= now - window then return { 0, limit - count } end
+-- A reservation refunded in full (its cost 0): its member is gone; a settle charges what was
+-- used, as of a member at now.
+if cost == 0 then
+  if delta > 0 then return charge(delta) end
+  return { 0, limit - count }
+end
 local reply = redis.call('ZRANGE', key, string.format('%d', mark), '+inf', 'BYSCORE', 'WITHSCORES')
 local at = nil
 for j = 1, #reply - 1, 2 do

@@ -6,10 +6,14 @@
 -- refillIntervalMs, cost).
 --   delta  nil: return the mark of the bucket after a reservation (absolute ms at which the
 --          tokens it took have all been refilled), else the units to move (< 0 gives back)
---   mark   a reservation's mark, or nil (a refund or a charge: the bucket as it is)
---   cost   the units the reservation took (a refund: the units to give back)
+--   mark   a reservation's (or a refunded take's) mark, or nil (a charge: the bucket as it is)
+--   cost   the units the reservation (or take) took and has not had refunded
 -- Returns { applied, remaining }: whole units moved (signed, rounded toward 0), the whole
--- tokens now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given.
+-- tokens now; { 0, 0, 1 } when `mark` or `cost` is not one this state could have given. A
+-- give-back against a mark (a refund) also returns { …, 0, mark', spent }: the mark once the
+-- tokens given back are out of its deficit (earlier by their refill time, in whole ms down),
+-- and the units of the reservation's cost they used up (rounded up, so that refunds of it
+-- never return more than its cost in all).
 --
 -- Only into the bucket state it was taken from: the tokens are refilled oldest deficit
 -- first, so at time t a reservation's tokens not refilled yet are min(cost, (mark − t) ×
@@ -65,5 +69,8 @@ if moved ~= 0 then
   local reset = ceil_div(full - scaled, rate) + (stamp - now)
   redis.call('HSET', key, 's', string.format('%d', scaled), 't', string.format('%d', stamp))
   redis.call('PEXPIRE', key, math.min(math.max(reset, 1), horizon))
+end
+if mark and delta < 0 then
+  return { applied, floor_div(scaled, interval), 0, mark - floor_div(moved, rate), ceil_div(moved, interval) }
 end
 return { applied, floor_div(scaled, interval) }

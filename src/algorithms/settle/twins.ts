@@ -18,7 +18,10 @@ import { intIn, luaNumber, numbers, type TwinState } from '../twin.js';
  * A settle body's twin: with `delta` undefined, the mark of the state now; else the units
  * moved (signed) and the units left, `mark` the state a reservation came from (undefined:
  * the state now), `cost` the reservation's units (a refund's or a charge's own); `[0, 0, 1]`
- * when `mark` or `cost` is not one the state could have given (a hand edit: unknown).
+ * when `mark` or `cost` is not one the state could have given (a hand edit: unknown). A
+ * give-back against a mark (a refund) of a token bucket or GCRA also answers
+ * `[…, 0, mark', spent]`: the mark once the units given back are out of it, and the units of
+ * the cost they used up (rounded up); the other bodies keep the mark and spend what they move.
  */
 export type SettleTwin = (
   state: TwinState,
@@ -27,7 +30,7 @@ export type SettleTwin = (
   delta: number | undefined,
   mark: number | undefined,
   cost: number,
-) => number | [applied: number, remaining: number, unknown?: 1];
+) => number | [applied: number, remaining: number, unknown?: 0 | 1, mark?: number, spent?: number];
 
 /** `at`: PEXPIRETIME of a key (−2 absent, −1 without expiry). */
 function expireTime(state: TwinState, key: string): number {
@@ -106,6 +109,15 @@ export const tokenBucketSettle: SettleTwin = (state, key, args, delta, mark, cos
     const reset = ceilDiv(full - scaled, rate) + (stamp - now);
     state.set(key, 'hash', { s: scaled, t: stamp }, Math.min(Math.max(reset, 1), horizon));
   }
+  if (mark !== undefined && delta < 0) {
+    return [
+      applied + 0,
+      floorDiv(scaled, interval),
+      0,
+      mark - floorDiv(moved, rate),
+      ceilDiv(moved, interval),
+    ];
+  }
   return [applied + 0, floorDiv(scaled, interval)];
 };
 
@@ -139,7 +151,11 @@ export const gcraSettle: SettleTwin = (state, key, args, delta, mark, cost) => {
     if (tat > now) state.set(key, 'string', tat, Math.min(msUp(tat - now), msUp(tolerance)));
     else state.delete(key);
   }
-  return [applied + 0, Math.max(floorDiv(tolerance - (tat - now), interval), 0)];
+  const left = Math.max(floorDiv(tolerance - (tat - now), interval), 0);
+  if (mark !== undefined && delta < 0) {
+    return [applied + 0, left, 0, mark + moved, ceilDiv(-moved, interval)];
+  }
+  return [applied + 0, left];
 };
 
 interface Counter {
@@ -256,7 +272,7 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
   }
   const read = readLog(state, key, limit, window, state.nowMs);
   if (read === undefined) return [0, 0];
-  const { log, now, count, total, stale, card } = read;
+  const { log, now, count, total } = read;
   const none: [number, number] = [0, limit - count];
   const charge = (units: number): [number, number] => {
     const n = Math.min(units, limit - count);
@@ -269,33 +285,11 @@ export const slidingWindowLogSettle: SettleTwin = (state, key, args, delta, mark
     }
     return [n, limit - count - n];
   };
-  if (mark === undefined) {
-    if (delta > 0) return charge(delta);
-    const want = Math.min(-delta, count);
-    if (want <= 0) return none;
-    const reply = (log as LogEntry[]).slice(-Math.min(want, card - stale));
-    let m = 0;
-    const add: LogEntry[] = [];
-    let left = want;
-    let above: number | undefined;
-    for (let j = reply.length - 1; j >= 0; j--) {
-      const e = parseEntry(reply[j]);
-      if (e === undefined) return none;
-      const [t, n, s] = e;
-      if (s <= now - window || (above !== undefined && t >= above)) return none;
-      above = t;
-      m++;
-      if (n > left) {
-        add.push([s, memberOf(t - left, n - left)]);
-        left = 0;
-      } else left -= n;
-      if (left === 0) break;
-    }
-    rewriteLog(state, key, log as LogEntry[], m, add, window);
-    const moved = want - left;
-    return [-moved + 0, limit - count + moved];
-  }
-  if (mark <= now - window || log === undefined) return none;
+  // A charge (no mark): a give-back always has one.
+  if (mark === undefined) return delta > 0 ? charge(delta) : none;
+  if (mark <= now - window) return none;
+  if (cost === 0) return delta > 0 ? charge(delta) : none;
+  if (log === undefined) return none;
   const from = log.findIndex((e) => e[0] >= mark);
   const reply = from < 0 ? [] : log.slice(from);
   let at: number | undefined;
