@@ -136,6 +136,8 @@ export class Coalescer {
   readonly #maxBatchWork: number;
   /** The fewest items a batch goes with before the end of its turn (see MIN_EARLY_BATCH). */
   readonly #minEarlyBatch: number;
+  /** Script calls to keep in flight per node (see PIPELINE_DEPTH, `ScriptStore.pipelineDepth`). */
+  readonly #depth: number;
   /** The node of a key, for a store of several nodes; undefined for one server. */
   readonly #groupOf: ((key: string) => string) | undefined;
   /** The one server's group (no lookup per request), or each node's, by name. */
@@ -176,6 +178,11 @@ export class Coalescer {
     this.#maxBatchWork = maxBatchWork;
     // A client that writes once per turn sends every batch of the turn together: no early ones.
     this.#minEarlyBatch = store.writesPerTurn === true ? Number.POSITIVE_INFINITY : MIN_EARLY_BATCH;
+    const depth = store.pipelineDepth;
+    this.#depth =
+      typeof depth === 'number' && Number.isSafeInteger(depth) && depth >= 1
+        ? depth
+        : PIPELINE_DEPTH;
     this.#clock = clock;
     this.#stallTimeoutMs = stallTimeoutMs;
     this.#groupOf =
@@ -228,7 +235,7 @@ export class Coalescer {
       group.items >= this.#maxBatchSize ||
       group.work >= this.#maxBatchWork ||
       (group.items >= this.#minEarlyBatch &&
-        group.items * PIPELINE_DEPTH >= group.callItems + group.items)
+        group.items * this.#depth >= group.callItems + group.items)
     ) {
       this.#sendWaiting(group);
     } else if (!this.#scheduled) {

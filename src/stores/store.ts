@@ -56,6 +56,15 @@ export interface ScriptStore {
    * Redis no sooner, only as more script calls (see `PIPELINE_DEPTH` in `coalescer.ts`).
    */
   readonly writesPerTurn?: boolean;
+  /**
+   * How many script calls the coalescer aims to keep in flight per node (see
+   * `PIPELINE_DEPTH` in `coalescer.ts`, the default): a batch goes before the end of its turn
+   * once it holds this share of the node's load. Fewer for a client whose every call costs
+   * this process much (ioredis builds a `Command` of every argument and writes each call on
+   * its own): fewer, larger calls, less of the process's time per decision. An integer ≥ 1;
+   * anything else is the default.
+   */
+  readonly pipelineDepth?: number;
 }
 
 /**

@@ -78,6 +78,9 @@ describe('ioredis: recognised at construction', () => {
     assert.ok(storeFor(cluster) instanceof IoRedisClusterStore);
     // Typed structurally: ioredis's own classes fit without a cast.
     assert.ok(new IoRedisStore(plain) && new IoRedisClusterStore(cluster));
+    // Fewer, larger script calls than the default four in flight (bench/PROFILE.md).
+    assert.equal(storeFor(plain).pipelineDepth, 2);
+    assert.equal(storeFor(cluster).pipelineDepth, 2);
   });
 
   it('an offline queue on (ioredis default) is an InvalidInputError saying what to set', () => {

@@ -136,6 +136,27 @@ describe('the coalescer cuts script calls', () => {
     assert.ok(requests.every((r) => r.settled));
   });
 
+  it("a store's pipelineDepth sets the share: fewer, larger calls at depth 2 (ioredis)", async () => {
+    const sizes = async (pipelineDepth: number | undefined) => {
+      const { store, sent, request } = recordingStore();
+      const coalescer = new Coalescer({ ...store, pipelineDepth }, 128, () => 0);
+      const requests = Array.from({ length: 16 }, () => request());
+      for (const r of requests) coalescer.add(r);
+      await endOfTurn();
+      for (const s of sent) s.answer();
+      await endOfTurn();
+      assert.ok(requests.every((r) => r.settled));
+      return sent.map((s) => s.items);
+    };
+    assert.equal(PIPELINE_DEPTH, 4);
+    assert.deepEqual(await sizes(undefined), [4, 4, 4, 4]);
+    assert.deepEqual(await sizes(2), [4, 4, 8]);
+    assert.deepEqual(await sizes(1), [4, 12]);
+    // Not an integer of at least 1: the default.
+    assert.deepEqual(await sizes(0), [4, 4, 4, 4]);
+    assert.deepEqual(await sizes(Number.NaN), [4, 4, 4, 4]);
+  });
+
   it('answered calls leave the load: the next few requests go together again', async () => {
     const { store, sent, request } = recordingStore();
     const coalescer = new Coalescer(store, 128, () => 0);

@@ -246,6 +246,13 @@ export class IoRedisStore extends CommandStore {
 
   readonly #client: IoRedisLike;
 
+  /**
+   * Two script calls in flight per node, not four (see `ScriptStore.pipelineDepth`): ioredis
+   * builds a `Command` of every argument of a call and writes each call on its own, so that
+   * at a few dozen callers this process, not Redis, bounds the rate (bench/PROFILE.md).
+   */
+  readonly pipelineDepth = 2;
+
   /** See `ScriptStore.firstConnection`: the connection, and a `Cluster`'s primaries. */
   firstConnection(): Promise<void> | undefined {
     return ioredisFirstConnection(this.#client, read(this.#client, 'isCluster') === true);
