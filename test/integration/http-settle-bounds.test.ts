@@ -1,12 +1,15 @@
 /**
  * The guard's `settle` option on a sliding window log above `MAX_PRICED_LOG_LIMIT` (500):
- * every adapter (node:http, Express, Koa, Fastify, Fetch, NestJS) and `createGuard` refuse it
+ * every adapter (node:http, Express, Koa, Fastify, Fetch, NestJS: also a handler's
+ * `@RateLimit()` under the module's `settle`, at the app's start) and `createGuard` refuse it
  * when the guard is made — an `InvalidInputError` naming the policy's `limit` and the bound —
  * never on its first request; nothing is sent to Redis. A log at the bound, or a larger one
  * without `settle`, is built as before.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Controller, Module, Post } from '@nestjs/common';
+import { APP_GUARD, NestFactory } from '@nestjs/core';
 import Fastify from 'fastify';
 import {
   fixedWindow,
@@ -20,7 +23,7 @@ import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
 import { createGuard } from 'sluice/http';
 import { koaRateLimit } from 'sluice/koa';
-import { RateLimit, SluiceModule } from 'sluice/nestjs';
+import { RateLimit, SkipRateLimit, SluiceGuard, SluiceModule } from 'sluice/nestjs';
 import { nodeRateLimit } from 'sluice/node';
 import { commandCalls, useRedis } from '../helpers/redis.js';
 
@@ -81,6 +84,38 @@ describe('guard option settle: a sliding window log above MAX_PRICED_LOG_LIMIT',
       assert.equal(error.field, 'policy.limit', name);
     }
     assert.equal(await sent(), before, 'nothing was sent');
+  });
+
+  it("nestjs: the module's settle and a handler's @RateLimit fail the app's start, not a request", async () => {
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 5000 });
+    const admin = await redis.admin();
+    const sent = async () =>
+      (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));
+    const before = await sent();
+    const create = async (policy: typeof big, skip: boolean) => {
+      @Controller('auth')
+      class AuthController {
+        @Post('login')
+        @RateLimit(policy)
+        @SkipRateLimit(skip)
+        login() {
+          return 'ok';
+        }
+      }
+      @Module({
+        imports: [SluiceModule.forRoot({ limiter, identify, settle })],
+        controllers: [AuthController],
+        providers: [{ provide: APP_GUARD, useClass: SluiceGuard }],
+      })
+      class AppModule {}
+      const app = await NestFactory.create(AppModule, { logger: false, abortOnError: false });
+      await app.close();
+    };
+    const error = await refusal(() => create(big, false));
+    assert.equal(error.field, 'policy.limit');
+    assert.equal(await sent(), before, 'nothing was sent');
+    await create(atBound, false);
+    await create(big, true); // a skipped handler is never limited
   });
 
   it('in a list: policy[i].limit, or policy[i].policy.limit for { policy, per }', async () => {
