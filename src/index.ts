@@ -40,6 +40,7 @@ export {
   slidingWindowCounter,
 } from './algorithms/sliding-window-counter.js';
 export {
+  MAX_PRICED_LOG_LIMIT,
   type SlidingWindowLogPolicy,
   type SlidingWindowOptions,
   slidingWindowLog,

@@ -37,10 +37,23 @@ export const slidingWindowLogScript = loadScript('sliding-window-log', import.me
 export const MAX_LOG_LIMIT = 10_000;
 
 /**
- * Largest `limit` of a sliding window log that reserve, settle, cancel, refund, charge and
- * reserveAll accept: a settle or refund rewrites up to `limit` members (see
+ * Largest `limit` (in units per window) of a sliding window log that reserve, settle, cancel,
+ * refund, charge and reserveAll accept: a settle or refund rewrites up to `limit` members (see
  * `settle/sliding-window-log.lua`), and at this limit its longest script call stays well under
- * 5 ms (bench/script-time.ts). Takes accept any limit up to {@link MAX_LOG_LIMIT}.
+ * 5 ms (bench/script-time.ts). Takes accept any log limit up to 10,000.
+ *
+ * Above it, those calls throw an `InvalidInputError` naming `policy.limit`
+ * (`items[i].policy.limit` in reserveAll) before anything is sent; an HTTP guard with the
+ * `settle` option throws it when the guard is made, and `sluice serve` refuses such a
+ * `sliding-window-log` rule when its rules load (it charges refused requests).
+ *
+ * @example
+ * ```ts
+ * import { MAX_PRICED_LOG_LIMIT, slidingWindowLog } from 'sluice';
+ * const wanted = 1000;
+ * // Reserved and settled by a guard with `settle`: keep the log within the bound.
+ * const logins = slidingWindowLog({ limit: Math.min(wanted, MAX_PRICED_LOG_LIMIT), windowMs: 60_000 });
+ * ```
  */
 export const MAX_PRICED_LOG_LIMIT = 500;
 

@@ -36,7 +36,9 @@ export type {
  *   invalid fixed limits (see `resolveLimits`), per-user limits without `user`, a numeric
  *   `cost` that is not a positive safe integer, `"fail-open"` without a valid
  *   `failOpenLimit` / with an invalid `failOpenWindowMs`, a malformed `shadowHeader` or
- *   `wwwAuthenticate`, or a hook that is not a function. At request time, an invalid answer of
+ *   `wwwAuthenticate`, a hook that is not a function, or, with `settle`, a fixed sliding
+ *   window log limit above `MAX_PRICED_LOG_LIMIT` (500; `policy.limit`, `policy[i].limit`).
+ *   At request time, an invalid answer of
  *   a `policy`, `route` or `cost` function rejects the guard's promise with an
  *   `InvalidInputError` (the adapters pass it to the framework's error handling: `500`).
  * @throws {RedisConfigError} at request time, when Redis refuses the limiter's

@@ -37,6 +37,7 @@ import type { Guard, GuardOptions, RouteLimitSettings } from './guard/types.js';
 import { createGuard } from './guard.js';
 import { type LimitsOption, resolveLimits } from './limits.js';
 import { NestRouteNamer } from './nestjs-route.js';
+import { checkSettledRoutes } from './nestjs-settle-check.js';
 
 /** The injection token of the module's options (see {@link SluiceModule}). */
 export const SLUICE_OPTIONS: unique symbol = Symbol.for('sluice.nestjs.options');
@@ -230,6 +231,10 @@ const decidedRequests = new WeakSet<object>();
  * the guard that authenticates (`@UseGuards(AuthGuard, SluiceGuard)`), so `identify` sees
  * the verified user.
  *
+ * With the module's `settle` option, the guard checks every limited handler's options when
+ * it is made (the app's start): an `InvalidInputError` there (e.g. `policy.limit`, a sliding
+ * window log above `MAX_PRICED_LOG_LIMIT`) fails `NestFactory.create`.
+ *
  * At request time, an error of `identify`, a `cost`, `route` or `policy` function, a route
  * with no template to name it, or a non-HTTP context (a gateway, a microservice) under a
  * limit is thrown as is: Nest answers `500`.
@@ -248,6 +253,20 @@ export class SluiceGuard implements CanActivate {
     this.namer = new NestRouteNamer(reflector, modules);
     this.defaults =
       options.policy === undefined ? undefined : Object.freeze({ policy: options.policy });
+    // With `settle`, every limited handler's options are checked now: the app fails to start
+    // on a limit the guard could never reserve, not on the route's first request.
+    checkSettledRoutes(options, modules, (handler, controller) => {
+      const targets = [handler, controller];
+      if (reflector.getAllAndOverride<boolean | undefined>(SKIP_RATE_LIMIT_METADATA, targets)) {
+        return undefined;
+      }
+      return (
+        reflector.getAllAndOverride<RouteLimitSettings<unknown> | undefined>(
+          RATE_LIMIT_METADATA,
+          targets,
+        ) ?? this.defaults
+      );
+    });
   }
 
   async canActivate(context: ExecutionContext): Promise<boolean> {

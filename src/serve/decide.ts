@@ -388,9 +388,9 @@ function fromDecision(d: Decision, over: boolean, unitMs: number): Outcome {
  * Every refused weighted request is charged so (the service cannot tell a debit from a
  * weighted request), also one whose hits exceed the limit itself: such a request fills its
  * scope's window, as the reference's increment does. `limiter.charge` consumes past the
- * limit atomically on Redis, the debt bounded by one horizon (see docs/priced.md). A sliding
- * window log cannot be charged (its members carry running totals): its refused debit counts
- * nothing, as a refused take.
+ * limit atomically on Redis, the debt bounded by one horizon (see docs/priced.md): every
+ * algorithm, the sliding window log too (whose rules are at most `MAX_PRICED_LOG_LIMIT`, the
+ * bound of its charge, checked when the rules load: see policies.ts).
  *
  * @param items the takeAll's items; those whose decision refused the request are charged.
  * @returns by item index, the state after the charge (the charge's `remaining`, the scope's
@@ -405,7 +405,6 @@ async function chargeRefused(
   await Promise.all(
     items.map(async (item, j) => {
       if ((decisions[j]?.retryAfterMs ?? 0) <= 0) return;
-      if (item.policy.algorithm === 'sliding-window-log') return;
       const settled = await limiter.charge(item.scope, item.policy, item.cost ?? 1);
       const now = await limiter.peek(item.scope, item.policy);
       after[j] = { over: true, remaining: settled.remaining, resetMs: now.resetMs };

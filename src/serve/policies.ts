@@ -3,19 +3,26 @@
  * `requests_per_unit` per unit by default, anchored at first hit; or the algorithm the rule
  * names (sluice's extension): `token-bucket` (capacity `burst`, default `requests_per_unit`,
  * refilled `requests_per_unit` per unit), `gcra` (`requests_per_unit` per unit, `burst`),
- * `sliding-window-log` and `sliding-window-counter` (`requests_per_unit` per unit).
+ * `sliding-window-log` (`requests_per_unit` per unit, at most `MAX_PRICED_LOG_LIMIT`: a
+ * refused request is charged) and `sliding-window-counter` (`requests_per_unit` per unit).
  */
 import { fixedWindow } from '../algorithms/fixed-window.js';
 import { gcra } from '../algorithms/gcra.js';
 import { slidingWindowCounter } from '../algorithms/sliding-window-counter.js';
-import { slidingWindowLog } from '../algorithms/sliding-window-log.js';
+import { MAX_PRICED_LOG_LIMIT, slidingWindowLog } from '../algorithms/sliding-window-log.js';
 import { tokenBucket } from '../algorithms/token-bucket.js';
+import { InvalidInputError } from '../errors.js';
 import type { Policy } from '../types.js';
 import type { Algorithm } from './rules/parse.js';
 import type { Rule } from './rules/tree.js';
 import { UNIT_MS, type Unit } from './rules/units.js';
 
-/** The policy of one limit: `limit` per `windowMs` under `algorithm`. */
+/**
+ * The policy of one limit: `limit` per `windowMs` under `algorithm`.
+ *
+ * @throws {InvalidInputError} a limit the algorithm refuses; `requests_per_unit` for a
+ *   sliding-window-log limit above `MAX_PRICED_LOG_LIMIT` (500).
+ */
 export function policyFor(
   algorithm: Algorithm,
   limit: number,
@@ -32,6 +39,15 @@ export function policyFor(
     case 'gcra':
       return gcra({ limit, periodMs: windowMs, burst: burst ?? limit });
     case 'sliding-window-log':
+      // A refused request's hits are charged (decide.ts), and a log is charged only up to
+      // MAX_PRICED_LOG_LIMIT: a larger log is an error of the file, found at load.
+      if (limit > MAX_PRICED_LOG_LIMIT) {
+        throw new InvalidInputError(
+          'requests_per_unit',
+          `at most ${MAX_PRICED_LOG_LIMIT} with algorithm sliding-window-log (the service charges a refused request's hits, and a log is charged only up to that limit): a lower limit, or another algorithm such as sliding-window-counter`,
+          limit,
+        );
+      }
       return slidingWindowLog({ limit, windowMs });
     case 'sliding-window-counter':
       return slidingWindowCounter({ limit, windowMs });

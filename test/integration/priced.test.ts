@@ -23,7 +23,7 @@ import {
   TimeoutError,
   tokenBucket,
 } from 'sluice';
-import { MAX_PRICED_LOG_LIMIT } from '../../src/algorithms/sliding-window-log.js';
+import { MAX_PRICED_LOG_LIMIT } from '../../src/index.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 

@@ -59,6 +59,8 @@ descriptors:
     rate_limit: { unit: minute, requests_per_unit: 5 }
   - key: tb
     rate_limit: { unit: second, requests_per_unit: 2, algorithm: token-bucket }
+  - key: swl
+    rate_limit: { unit: minute, requests_per_unit: 5, algorithm: sliding-window-log }
 `;
 
 const redis = useRedis();
@@ -235,6 +237,36 @@ describe('sluice serve over gRPC', () => {
       // The debit of 2 that went over (1 left) still counts: charged up to the full window.
       assert.equal(r.statuses[0]?.limit_remaining, 0, 'the refused debit was charged');
       assert.equal(r.statuses[0]?.code, 'OVER_LIMIT', 'check only: no unit left');
+    });
+
+    it('a sliding window log: a debit that goes over is charged, as on the other algorithms', async () => {
+      const v = fresh();
+      const d = (hits: number) => ({
+        entries: [{ key: 'swl', value: v }],
+        hits_addend: { value: hits },
+      });
+      let r = await sluice.should({ domain: 'shop', descriptors: [d(3)] });
+      assert.equal(r.statuses[0]?.code, 'OK');
+      assert.equal(r.statuses[0]?.limit_remaining, 2);
+      // A debit of 3 with 2 left: refused, and still counted — the log filled to its limit.
+      r = await sluice.should({ domain: 'shop', descriptors: [d(3)] });
+      assert.equal(r.overall_code, 'OVER_LIMIT');
+      assert.equal(r.statuses[0]?.limit_remaining, 0, 'the charge’s remaining');
+      const reset = r.statuses[0]?.duration_until_reset?.seconds;
+      assert.ok(Number(reset) > 0 && Number(reset) <= 60, `reset ${String(reset)}`);
+      r = await sluice.should({ domain: 'shop', descriptors: [d(0)] });
+      assert.equal(r.statuses[0]?.limit_remaining, 0, 'the refused debit was charged');
+      assert.equal(r.statuses[0]?.code, 'OVER_LIMIT', 'check only: no unit left');
+      // A debit above the limit itself fills a fresh log's window too.
+      const w = fresh();
+      const e = (hits: number) => ({
+        entries: [{ key: 'swl', value: w }],
+        hits_addend: { value: hits },
+      });
+      r = await sluice.should({ domain: 'shop', descriptors: [e(7)] });
+      assert.equal(r.overall_code, 'OVER_LIMIT');
+      r = await sluice.should({ domain: 'shop', descriptors: [e(1)] });
+      assert.equal(r.overall_code, 'OVER_LIMIT', 'the window is full');
     });
 
     it('the request’s limit override replaces the configured limit', async () => {

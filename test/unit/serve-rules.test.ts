@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
+import { MAX_PRICED_LOG_LIMIT } from '../../src/algorithms/sliding-window-log.js';
 import { InvalidInputError } from '../../src/errors.js';
 import { Policies } from '../../src/serve/policies.js';
 import { RuleFileError } from '../../src/serve/rules/errors.js';
@@ -187,13 +188,39 @@ describe('sluice serve rule files: limits sluice cannot decide', () => {
       () => buildRuleSet({ files: [{ name: 'f.yaml', text }], digest: '' }, false, new Policies()),
       (error: unknown) => {
         assert.ok(error instanceof RuleFileError);
-        assert.match(
-          error.message,
-          /^f\.yaml: descriptors\[0\]\.rate_limit: cannot be decided: policy\.limit must be/,
-        );
+        assert.match(error.message, /^f\.yaml: descriptors\[0\]\.rate_limit: cannot be decided: /);
         return true;
       },
     );
+  });
+
+  it(`a sliding-window-log above ${MAX_PRICED_LOG_LIMIT} (its refused hits are charged): requests_per_unit and the bound`, () => {
+    const file = (limit: number) =>
+      `domain: d\ndescriptors:\n  - key: a\n    rate_limit: { unit: second, requests_per_unit: 1 }\n  - key: b\n    rate_limit: { unit: minute, requests_per_unit: ${limit}, algorithm: sliding-window-log }\n`;
+    const build = (limit: number) =>
+      buildRuleSet(
+        { files: [{ name: 'f.yaml', text: file(limit) }], digest: '' },
+        false,
+        new Policies(),
+      );
+    for (const limit of [MAX_PRICED_LOG_LIMIT + 1, 20_000]) {
+      assert.throws(
+        () => build(limit),
+        (error: unknown) => {
+          assert.ok(error instanceof RuleFileError);
+          assert.equal(error.file, 'f.yaml');
+          assert.equal(error.path, 'descriptors[1].rate_limit');
+          assert.match(
+            error.message,
+            new RegExp(
+              `^f\\.yaml: descriptors\\[1\\]\\.rate_limit: cannot be decided: requests_per_unit must be at most ${MAX_PRICED_LOG_LIMIT} with algorithm sliding-window-log .*; received number ${limit}$`,
+            ),
+          );
+          return true;
+        },
+      );
+    }
+    assert.equal(build(MAX_PRICED_LOG_LIMIT).rules.length, 2);
   });
 });
 

@@ -4,10 +4,13 @@
  * {@link GuardConfig}. The checks run in a fixed order, so the first wrong option of several
  * is the one reported.
  */
-import { MAX_WINDOW_MS } from '../../algorithms/policy.js';
+import { isConcurrency } from '../../algorithms/concurrency.js';
+import { isPolicy, MAX_WINDOW_MS } from '../../algorithms/policy.js';
+import { MAX_PRICED_LOG_LIMIT } from '../../algorithms/sliding-window-log.js';
 import { InvalidInputError } from '../../errors.js';
 import type { RateLimiter } from '../../limiter/rate-limiter.js';
 import type { Metrics } from '../../metrics/types.js';
+import type { Policy } from '../../types.js';
 import { optionalPositiveInteger, positiveSafeInteger, rejectUnknownKeys } from '../../validate.js';
 import type { HeaderOptions } from '../core.js';
 import { limitNames, needsUser, type ResolvedLimit, resolveLimits } from '../limits.js';
@@ -111,6 +114,9 @@ export function guardConfig<Req>(options: GuardOptions<Req>): GuardConfig<Req> {
   const user = options.user;
   const policy = options.policy;
   const fixedLimits = typeof policy === 'function' ? undefined : checkFixedLimits(policy, user);
+  if (options.settle !== undefined && fixedLimits !== undefined) {
+    checkSettleLimits(policy, fixedLimits);
+  }
   const cost = options.cost ?? 1;
   if (typeof cost !== 'function') positiveSafeInteger('cost', cost);
   const fallback = checkFailureMode(options, fixedLimits);
@@ -168,6 +174,36 @@ function checkFixedLimits(policy: unknown, user: unknown): readonly ResolvedLimi
     );
   }
   return limits;
+}
+
+/**
+ * With `settle`, fixed limits the guard can reserve: a sliding window log's limit within
+ * `MAX_PRICED_LOG_LIMIT` (its settle rewrites up to `limit` members). Checked here, so a
+ * route that could never be settled fails when its guard is made, not on its first request.
+ * One concurrency limit alone is acquired as a lease, not reserved, and is left as it is.
+ *
+ * @throws {InvalidInputError} naming the policy's `limit`: `policy.limit` (`policy.policy.limit`
+ *   for a `{ policy, per }`), or `policy[i].limit` / `policy[i].policy.limit` in a list.
+ */
+function checkSettleLimits(policy: unknown, limits: readonly ResolvedLimit[]): void {
+  if (limits.length === 1 && isConcurrency((limits[0] as ResolvedLimit).policy)) return;
+  for (let i = 0; i < limits.length; i++) {
+    // The path resolveLimits names: a policy, or the `policy` of a `{ policy, per }`.
+    const given: unknown = Array.isArray(policy) ? policy[i] : policy;
+    const at = Array.isArray(policy) ? `policy[${i}]` : 'policy';
+    checkSettleLimit((limits[i] as ResolvedLimit).policy, isPolicy(given) ? at : `${at}.policy`);
+  }
+}
+
+/** One fixed limit of a guard with `settle` (see {@link checkSettleLimits}). */
+function checkSettleLimit(policy: Policy, field: string): void {
+  if (policy.algorithm === 'sliding-window-log' && policy.limit > MAX_PRICED_LOG_LIMIT) {
+    throw new InvalidInputError(
+      `${field}.limit`,
+      `at most ${MAX_PRICED_LOG_LIMIT} on a sliding window log with the settle option (the guard reserves and settles it; a settle rewrites up to limit members): without settle, or a limit within ${MAX_PRICED_LOG_LIMIT}`,
+      policy.limit,
+    );
+  }
 }
 
 /** `failureMode`, and with `"fail-open"` the local fallback limit it needs. */

@@ -196,7 +196,9 @@ export interface GuardOptions<Req> {
    * (res.statusCode < 400 ? 0 : 1)`, exact under concurrency (at most the limit of attempts
    * in flight or failed). A throw or a bad answer leaves the cost consumed. Stacked limits
    * are reserved all or nothing in one atomic call (`limiter.reserveAll`) and each settled.
-   * See `docs/priced.md`.
+   * A sliding window log is reserved only up to a limit of `MAX_PRICED_LOG_LIMIT` (500): a
+   * fixed log limit above it throws an `InvalidInputError` when the guard is made (a
+   * `policy` function's answer, when the request is). See `docs/priced.md`.
    */
   readonly settle?: SettleOption<Req>;
   /**
