@@ -124,14 +124,26 @@ const timeoutMs = Math.max(180_000, soakMs + 120_000);
 compile();
 const chosen = files(process.argv.slice(2));
 console.log(`running ${chosen.length} test files from ${relative(root, out)}/`);
+// The files run by scripts/test-run.mjs (Node's test runner, in this order: see there).
 const run = spawnSync(
   process.execPath,
   [
-    '--test',
-    `--test-concurrency=${process.env.SLUICE_TEST_CONCURRENCY ?? 4}`,
-    `--test-timeout=${timeoutMs}`,
-    ...chosen,
+    // SLUICE_TEST_TIMINGS=<file.jsonl>: each test file's wall time appended there (see
+    // scripts/test-timings.mjs); the output is the same.
+    ...(process.env.SLUICE_TEST_TIMINGS
+      ? ['--import', join(root, 'scripts/test-timings.mjs')]
+      : []),
+    join(root, 'scripts/test-run.mjs'),
   ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, SLUICE_TEST_COMPILED: '1' } },
+  {
+    cwd: root,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      SLUICE_TEST_COMPILED: '1',
+      SLUICE_TEST_FILES: JSON.stringify(chosen),
+      SLUICE_TEST_TIMEOUT_MS: String(timeoutMs),
+    },
+  },
 );
 process.exit(run.status ?? 1);
