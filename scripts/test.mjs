@@ -51,6 +51,15 @@ const SLOW = [
   'processes',
   'take-all-processes',
   'concurrency-processes',
+  // 10–35 s each in a run of the whole suite (SLUICE_TEST_TIMINGS): not left for the end.
+  'priced',
+  'serve-processes',
+  'serve-reload',
+  'nextjs',
+  'sliding-window-log-weighted',
+  'serve-trial',
+  'http-settle',
+  'fuzz',
 ];
 
 /**
