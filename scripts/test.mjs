@@ -22,29 +22,32 @@ const build = join(root, '.test-build');
 const out = join(root, '.test');
 
 /**
- * The slow group, longest first: each holds the suite open for a while (a soak, an outage,
+ * The slow group, in the order they start: each holds the suite open for a while (a soak, an outage,
  * other processes, a packed install, topologies), so they start first and the short files
  * fill the gaps around them.
  */
 const SLOW = [
+  // Long and mostly waiting (outages held, failovers, a timed soak) …
   'soak',
-  'conformance',
   'outage',
   'failover',
+  // … with the files that spawn many processes (a packed install, tsc, clusters) spread
+  // among files that wait, so that no more than two or three of them share the cores.
   'cli',
+  'conformance',
   'package',
-  'readme-examples',
-  'cluster',
-  'serve-cluster',
-  'script-time',
   'stall-watchdog',
   'sentinel',
-  'serve-sentinel',
+  'readme-examples',
   'serve-bounds',
-  'model',
   'dead-connection',
-  'race',
+  'cluster',
+  'model',
+  'script-time',
+  'serve-cluster',
+  'serve-sentinel',
   'fast-path',
+  'race',
   'fixed-window',
   'demo',
   'http-node',
