@@ -29,6 +29,8 @@
  * {@link measureScriptTimes} sets both on the server it is given, which must be private (it
  * also empties its database before each round).
  */
+
+import { RESP_TYPES } from 'redis';
 import { concurrency, MAX_CONCURRENCY_LIMIT } from '../src/algorithms/concurrency.js';
 import { fixedWindow } from '../src/algorithms/fixed-window.js';
 import { gcra } from '../src/algorithms/gcra.js';
@@ -55,6 +57,14 @@ export interface ScriptTimeCase {
   readonly policy: Policy;
   /** Puts the scopes in their worst state for the round (untimed); `redis`: the server. */
   prepare?(limiter: RateLimiter, scopes: readonly Scope[], redis: Commands): Promise<void>;
+  /**
+   * Puts one scope in the worst state by real calls (untimed), once per measurement: the one
+   * key it leaves (the scope's under `policy`) is copied (`DUMP`/`RESTORE`, its TTL kept) to
+   * every scope of every round. For
+   * states that take many calls to build (10,000 members), which `prepare` would rebuild for
+   * each scope of each round.
+   */
+  prepareOne?(limiter: RateLimiter, scope: Scope): Promise<void>;
   /** One call of the timed burst. */
   call(limiter: RateLimiter, scope: Scope, i: number): Promise<unknown>;
   /** Scopes per round (default: one per call). */
@@ -87,13 +97,11 @@ export interface ScriptTimeResult {
 
 const log = slidingWindowLog({ limit: MAX_LOG_LIMIT, windowMs: MAX_WINDOW_MS });
 
-/** Full sliding logs: MAX_LOG_LIMIT admissions of cost 1 each, the most members a log holds. */
-async function fillLogs(limiter: RateLimiter, scopes: readonly Scope[]): Promise<void> {
-  for (const scope of scopes) {
-    for (let done = 0; done < MAX_LOG_LIMIT; done += MAX_BATCH_SIZE) {
-      const n = Math.min(MAX_BATCH_SIZE, MAX_LOG_LIMIT - done);
-      await Promise.all(Array.from({ length: n }, () => limiter.take(scope, log)));
-    }
+/** A full sliding log: MAX_LOG_LIMIT admissions of cost 1 each, the most members a log holds. */
+async function fillLog(limiter: RateLimiter, scope: Scope): Promise<void> {
+  for (let done = 0; done < MAX_LOG_LIMIT; done += MAX_BATCH_SIZE) {
+    const n = Math.min(MAX_BATCH_SIZE, MAX_LOG_LIMIT - done);
+    await Promise.all(Array.from({ length: n }, () => limiter.take(scope, log)));
   }
 }
 
@@ -152,15 +160,13 @@ export function pricedLogCases(limit = MAX_PRICED_LOG_LIMIT): ScriptTimeCase[] {
 
 const leases = concurrency({ limit: MAX_CONCURRENCY_LIMIT, leaseMs: MAX_WINDOW_MS });
 
-/** Full lease sets: MAX_CONCURRENCY_LIMIT live leases, ids `l<n>`, the most a set holds. */
-async function fillLeases(limiter: RateLimiter, scopes: readonly Scope[]): Promise<void> {
-  for (const scope of scopes) {
-    for (let done = 0; done < MAX_CONCURRENCY_LIMIT; done += MAX_BATCH_SIZE) {
-      const n = Math.min(MAX_BATCH_SIZE, MAX_CONCURRENCY_LIMIT - done);
-      await Promise.all(
-        Array.from({ length: n }, (_, j) => limiter.acquire(scope, leases, { id: `l${done + j}` })),
-      );
-    }
+/** A full lease set: MAX_CONCURRENCY_LIMIT live leases, ids `l<n>`, the most a set holds. */
+async function fillLeases(limiter: RateLimiter, scope: Scope): Promise<void> {
+  for (let done = 0; done < MAX_CONCURRENCY_LIMIT; done += MAX_BATCH_SIZE) {
+    const n = Math.min(MAX_BATCH_SIZE, MAX_CONCURRENCY_LIMIT - done);
+    await Promise.all(
+      Array.from({ length: n }, (_, j) => limiter.acquire(scope, leases, { id: `l${done + j}` })),
+    );
   }
 }
 /** Priced at the end and blocks (see docs/priced.md): a few commands more per item. */
@@ -230,7 +236,7 @@ export const scriptTimeCases: readonly ScriptTimeCase[] = [
     policy: log,
     scopes: 4,
     calls: 64,
-    prepare: fillLogs,
+    prepareOne: fillLog,
     call: (limiter, scope, i) => limiter.take(scope, log, { cost: 1 + (i % MAX_LOG_LIMIT) }),
   },
   {
@@ -251,14 +257,14 @@ export const scriptTimeCases: readonly ScriptTimeCase[] = [
     name: 'concurrency: acquisitions refused by full sets of 10,000 leases',
     policy: leases,
     scopes: 4,
-    prepare: fillLeases,
+    prepareOne: fillLeases,
     call: (limiter, scope) => limiter.acquire(scope, leases),
   },
   {
     name: 'concurrency: renewals and releases in full sets of 10,000 leases',
     policy: leases,
     scopes: 4,
-    prepare: fillLeases,
+    prepareOne: fillLeases,
     call: (limiter, scope, i) =>
       i % 2 === 0 ? limiter.renew(scope, leases, `l${i}`) : limiter.release(scope, leases, `l${i}`),
   },
@@ -286,6 +292,9 @@ export async function measureScriptTimes(
     });
     const results: ScriptTimeResult[] = [];
     for (const c of cases) {
+      const made = c.prepareOne
+        ? await madeOnce(limiter, client.client, c.policy, c.prepareOne)
+        : undefined;
       const longest: number[] = [];
       const second: number[] = [];
       const cpu: number[] = [];
@@ -300,6 +309,7 @@ export async function measureScriptTimes(
         // keys), whatever the command: each round starts from an empty database.
         await client.client.sendCommand(['FLUSHDB', 'SYNC']);
         await c.prepare?.(limiter, scopes, client.client);
+        if (made) for (const scope of scopes) await made.copyTo(scope);
         await client.client.sendCommand(['SLOWLOG', 'RESET']);
         const cpuBefore = await mainThreadCpuUs(client.client);
         await Promise.all(
@@ -334,6 +344,46 @@ export async function measureScriptTimes(
 
 interface Commands {
   sendCommand(args: string[]): Promise<unknown>;
+}
+
+/**
+ * Runs `prepareOne` on a fresh scope of an empty database and keeps what it left, which must
+ * be the one key of the scope under `policy` (its `DUMP` and TTL): `copyTo` restores that
+ * key, value byte for byte, as another scope's key.
+ */
+async function madeOnce(
+  limiter: RateLimiter,
+  redis: Commands,
+  policy: Policy,
+  prepareOne: (limiter: RateLimiter, scope: Scope) => Promise<void>,
+): Promise<{ copyTo(scope: Scope): Promise<void> }> {
+  const first = { tenant: `st-${Math.random().toString(36).slice(2)}`, route: 'GET/t' };
+  await redis.sendCommand(['FLUSHDB', 'SYNC']);
+  await prepareOne(limiter, first);
+  const key = limiter.keyOf(first, policy);
+  const names = ((await redis.sendCommand(['KEYS', '*'])) as unknown[]).map(String);
+  if (names.length !== 1 || names[0] !== key) {
+    throw new Error(`prepareOne must leave the one key ${key}, not: ${names.join(', ')}`);
+  }
+  const pttl = Number(await redis.sendCommand(['PTTL', key]));
+  // A dump is binary: read as a Buffer, not a string.
+  const dump = (await (redis as BufferCommands).sendCommand(['DUMP', key], {
+    typeMapping: { [RESP_TYPES.BLOB_STRING]: Buffer },
+  })) as Buffer;
+  const ttl = String(Math.max(pttl, 0));
+  return {
+    copyTo: async (scope) => {
+      const name = limiter.keyOf(scope, policy);
+      await (redis as BufferCommands).sendCommand(['RESTORE', name, ttl, dump]);
+    },
+  };
+}
+
+interface BufferCommands {
+  sendCommand(
+    args: (string | Buffer)[],
+    options?: { typeMapping?: Record<number, unknown> },
+  ): Promise<unknown>;
 }
 
 interface ScriptCall {

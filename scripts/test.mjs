@@ -22,35 +22,47 @@ const build = join(root, '.test-build');
 const out = join(root, '.test');
 
 /**
- * The slow group, longest first: each holds the suite open for a while (a soak, an outage,
+ * The slow group, in the order they start: each holds the suite open for a while (a soak, an outage,
  * other processes, a packed install, topologies), so they start first and the short files
  * fill the gaps around them.
  */
 const SLOW = [
+  // Long and mostly waiting (outages held, failovers, a timed soak) …
   'soak',
-  'conformance',
   'outage',
   'failover',
+  // … with the files that spawn many processes (a packed install, tsc, clusters) spread
+  // among files that wait, so that no more than two or three of them share the cores.
   'cli',
+  'conformance',
   'package',
-  'readme-examples',
-  'cluster',
-  'serve-cluster',
-  'script-time',
   'stall-watchdog',
   'sentinel',
-  'serve-sentinel',
+  'readme-examples',
   'serve-bounds',
-  'model',
   'dead-connection',
-  'race',
+  'cluster',
+  'model',
+  'script-time',
+  'serve-cluster',
+  'serve-sentinel',
   'fast-path',
+  'race',
   'fixed-window',
   'demo',
   'http-node',
   'processes',
   'take-all-processes',
   'concurrency-processes',
+  // 10–35 s each in a run of the whole suite (SLUICE_TEST_TIMINGS): not left for the end.
+  'priced',
+  'serve-processes',
+  'serve-reload',
+  'nextjs',
+  'sliding-window-log-weighted',
+  'serve-trial',
+  'http-settle',
+  'fuzz',
 ];
 
 /**
@@ -124,14 +136,26 @@ const timeoutMs = Math.max(180_000, soakMs + 120_000);
 compile();
 const chosen = files(process.argv.slice(2));
 console.log(`running ${chosen.length} test files from ${relative(root, out)}/`);
+// The files run by scripts/test-run.mjs (Node's test runner, in this order: see there).
 const run = spawnSync(
   process.execPath,
   [
-    '--test',
-    `--test-concurrency=${process.env.SLUICE_TEST_CONCURRENCY ?? 4}`,
-    `--test-timeout=${timeoutMs}`,
-    ...chosen,
+    // SLUICE_TEST_TIMINGS=<file.jsonl>: each test file's wall time appended there (see
+    // scripts/test-timings.mjs); the output is the same.
+    ...(process.env.SLUICE_TEST_TIMINGS
+      ? ['--import', join(root, 'scripts/test-timings.mjs')]
+      : []),
+    join(root, 'scripts/test-run.mjs'),
   ],
-  { cwd: root, stdio: 'inherit', env: { ...process.env, SLUICE_TEST_COMPILED: '1' } },
+  {
+    cwd: root,
+    stdio: 'inherit',
+    env: {
+      ...process.env,
+      SLUICE_TEST_COMPILED: '1',
+      SLUICE_TEST_FILES: JSON.stringify(chosen),
+      SLUICE_TEST_TIMEOUT_MS: String(timeoutMs),
+    },
+  },
 );
 process.exit(run.status ?? 1);
