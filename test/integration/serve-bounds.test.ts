@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:http2';
+import { availableParallelism, loadavg } from 'node:os';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -91,15 +92,22 @@ describe('sluice serve: bounds', () => {
         // < 20 ms): the server and the loopback are then late too, and the client's deadline
         // timers may run before it reads the answers. Anything but an outage answer is still
         // wrong.
+        // The same holds for the server's process, which this one cannot watch: on a machine
+        // loaded past twice its cores (a CI run beside other suites) the server may be starved
+        // of CPU while it writes 256 answers, and some reach the client after its deadline.
         const stalledMs = lag.max / 1e6;
-        const stalled = stalledMs > 100;
+        const load = loadavg()[0] ?? 0;
+        const overloaded = load > 2 * availableParallelism();
+        const stalled = stalledMs > 100 || overloaded;
+        const unavailable = outcomes.filter((o) => o.code === grpc.status.UNAVAILABLE).length;
+        assert.ok(unavailable > 0, 'some calls are answered UNAVAILABLE by the service');
         const expected = [grpc.status.UNAVAILABLE].concat(
           stalled ? [grpc.status.DEADLINE_EXCEEDED] : [],
         );
         for (const code of codes) {
           assert.ok(
             expected.includes(code as number),
-            `${code} (this process stalled ${stalledMs} ms)`,
+            `${code} (this process stalled ${stalledMs} ms, load average ${load})`,
           );
         }
         // An UNAVAILABLE is the server's answer, read before the client's own deadline ended
