@@ -6,8 +6,8 @@
  */
 import { isConcurrency } from '../../algorithms/concurrency.js';
 import { isPolicy, MAX_WINDOW_MS } from '../../algorithms/policy.js';
-import { MAX_PRICED_LOG_LIMIT } from '../../algorithms/sliding-window-log.js';
 import { InvalidInputError } from '../../errors.js';
+import { requireSettle } from '../../limiter/priced.js';
 import type { RateLimiter } from '../../limiter/rate-limiter.js';
 import type { Metrics } from '../../metrics/types.js';
 import type { Policy } from '../../types.js';
@@ -195,15 +195,13 @@ function checkSettleLimits(policy: unknown, limits: readonly ResolvedLimit[]): v
   }
 }
 
-/** One fixed limit of a guard with `settle` (see {@link checkSettleLimits}). */
+/**
+ * One fixed limit of a guard with `settle` (see {@link checkSettleLimits}): the limiter's own
+ * check of what `reserve` accepts, run when the guard is made. A concurrency limit in a stack is
+ * left to the limiter's `reserveAll`, as before.
+ */
 function checkSettleLimit(policy: Policy, field: string): void {
-  if (policy.algorithm === 'sliding-window-log' && policy.limit > MAX_PRICED_LOG_LIMIT) {
-    throw new InvalidInputError(
-      `${field}.limit`,
-      `at most ${MAX_PRICED_LOG_LIMIT} on a sliding window log with the settle option (the guard reserves and settles it; a settle rewrites up to limit members): without settle, or a limit within ${MAX_PRICED_LOG_LIMIT}`,
-      policy.limit,
-    );
-  }
+  if (!isConcurrency(policy)) requireSettle(policy, field);
 }
 
 /** `failureMode`, and with `"fail-open"` the local fallback limit it needs. */
