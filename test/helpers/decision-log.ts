@@ -6,8 +6,10 @@
  * same atomic script call, appends every *admitted* decision to a Redis stream: the key, the
  * Redis server time the algorithm decided on (the very `TIME` reply its `now` was computed
  * from, in µs; the fixed window, which keeps time in TTLs, is stamped with a `TIME` read in
- * the same call), the algorithm's arguments and its reply. Nothing here is reachable from the
- * library.
+ * the same call just before the algorithm runs — never after: a window's key expires at its
+ * `SET … PX` plus the window, so a stamp read after the `SET` is late by however long Redis was
+ * descheduled in between (2 ms in one loaded CI run), and the next window then looked early),
+ * the algorithm's arguments and its reply. Nothing here is reachable from the library.
  */
 
 import type { ScriptStore } from 'sluice/store';
@@ -22,7 +24,7 @@ export const LOG_KEY = 'sluice-test:decision-log';
 function logStatement(keyExpr: string, argsExpr: string): string {
   return `
 if reply[1] == 1 then
-  local t = log_time or redis.call('TIME')
+  local t = log_time
   redis.call('XADD', '${LOG_KEY}', '*', 'key', ${keyExpr},
     'us', t[1] .. string.format('%06d', tonumber(t[2])),
     'args', ${argsExpr}, 'reply', table.concat(reply, ','))
@@ -51,7 +53,7 @@ export function loggedVariant(script: LuaScript): LuaScript {
     source = replaceOnce(
       source,
       '  return pcall(algorithm, i, base, dry, probe)\n',
-      `  log_time = nil
+      `  log_time = redis.call('TIME')
   local ok, reply = pcall(algorithm, i, base, dry, probe)
   if ok and not dry then
 ${logStatement('KEYS[i]', "table.concat(ARGV, ',', base + 1, base + tonumber(ARGV[base]))")}
@@ -67,6 +69,7 @@ ${logStatement('KEYS[i]', "table.concat(ARGV, ',', base + 1, base + tonumber(ARG
     'local function decide()',
     captureTime(script.source),
     'end',
+    "log_time = redis.call('TIME')",
     'local reply = decide()',
     logStatement('KEYS[1]', "table.concat(ARGV, ',')"),
     'return reply',
