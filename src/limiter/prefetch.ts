@@ -9,6 +9,12 @@
  *   after the take, so the last 8 units are decided in Redis one take at a time.
  * - Takes that arrive while a grant call is in flight wait for it (one call per scope at a
  *   time); those it cannot serve send the next.
+ * - A grant is refilled ahead: the local take that leaves it at half of `maxUnits` or less
+ *   sends the next grant call without waiting for it, asking for what tops the units held up
+ *   to `maxUnits` (the call's own take of 1 joins them: no take waits on it). So the takes of
+ *   a hot scope do not stall on a round trip each time a grant runs out, and a replica never
+ *   holds more than `maxUnits` units of a scope. A refill refused (the window is full) stops
+ *   refills of that scope until its units run out; the next take then goes to Redis.
  * - A grant is used until `GIVE_BACK_MARGIN_MS` before its window ends (on this process's
  *   clock, from the moment the call was sent: never later than Redis's end); then, and at
  *   `close()`, its unused units go back into that window only (batch op `y`, which changes
@@ -115,6 +121,8 @@ interface Slot {
   usableUntil: number;
   timer: ReturnType<typeof setTimeout> | undefined;
   fetching: boolean;
+  /** A refill was refused: no refill ahead until a grant call admits again. */
+  full: boolean;
   waiters: Waiter[];
 }
 
@@ -142,7 +150,11 @@ export class Prefetcher {
     let slot = this.#slots.get(target.localKey);
     if (slot !== undefined) {
       if (slot.units > 0 && now < slot.usableUntil) {
-        return Promise.resolve(this.#local(slot, target, requestId, 0, now));
+        const decision = this.#local(slot, target, requestId, 0, now);
+        if (!slot.fetching && !slot.full && 2 * slot.units <= maxUnitsOf(target)) {
+          this.#fetch(slot);
+        }
+        return Promise.resolve(decision);
       }
       // The window's last moments: its units are going back; takes go one by one.
       if (now >= slot.usableUntil && now < slot.windowEnd && !slot.fetching) {
@@ -161,6 +173,7 @@ export class Prefetcher {
         usableUntil: 0,
         timer: undefined,
         fetching: false,
+        full: false,
         waiters: [],
       };
       this.#slots.set(target.localKey, slot);
@@ -223,19 +236,25 @@ export class Prefetcher {
     }
   }
 
+  /**
+   * Sends `slot`'s grant call: for its first waiter when units ran out (asking `maxUnits` more
+   * units), or ahead (asking what tops the units held up to `maxUnits`, the call's take
+   * included).
+   */
   #fetch(slot: Slot): void {
     slot.fetching = true;
     const { target } = slot;
-    const maxUnits = target.policy.prefetch?.maxUnits ?? 0;
+    const maxUnits = maxUnitsOf(target);
+    const ask = slot.units === 0 ? maxUnits : Math.max(0, maxUnits - slot.units - 1);
     const sentAt = performance.now();
-    this.host
+    const call = this.host
       .send<Granted>(
         (resolve, reject) =>
           new PrefetchCall(
             this.host.settler,
             'w',
             target,
-            [...target.args, String(maxUnits)],
+            [...target.args, String(ask)],
             (reply, offset) => {
               const granted = decodeGrant(reply, offset, target.policy.limit);
               if (granted === undefined) reject(new StoreError('ERR unexpected reply to a grant'));
@@ -254,15 +273,21 @@ export class Prefetcher {
           if (slot.units === 0) this.#clear(slot);
         },
       );
+    // `close()` waits for it: a refill's units go back once it is answered.
+    this.#returns.add(call);
+    void call.then(() => this.#returns.delete(call));
   }
 
   #granted(slot: Slot, { decision, granted, mark }: Granted, sentAt: number): void {
     slot.fetching = false;
     const waiters = slot.waiters;
     slot.waiters = [];
-    const head = waiters[0] as Waiter;
+    // A refill ahead that nobody waited for: its admitted take of 1 joins the units.
+    const head: Waiter | undefined = waiters[0];
     if (!decision.allowed) {
-      this.host.refused(slot.target, decision, sentAt);
+      slot.full = slot.units > 0;
+      // While units are held, takes must reach them: the denial is not cached yet.
+      if (!slot.full) this.host.refused(slot.target, decision, sentAt);
       for (const waiter of waiters) {
         this.#count(waiter.target, waiter.requestId, waiter.startedAt, decision, false);
         waiter.resolve(decision);
@@ -270,18 +295,26 @@ export class Prefetcher {
       if (slot.units === 0) this.#clear(slot);
       return;
     }
-    // A grant of an earlier window, still unused (the window just turned): back first.
-    if (slot.units > 0) this.#sendBack(slot.target, slot.units, slot.mark);
+    slot.full = false;
+    // Units of the same window add up; those of an earlier window (it just turned) go back.
+    let held = 0;
+    if (slot.units > 0) {
+      if (slot.mark === mark) held = slot.units;
+      else this.#sendBack(slot.target, slot.units, slot.mark);
+    }
     this.#stopTimer(slot);
-    slot.units = granted;
+    slot.units = held + granted + (head === undefined ? 1 : 0);
     slot.mark = mark;
     slot.left = decision.remaining;
     slot.windowEnd = sentAt + decision.resetMs;
     slot.usableUntil = slot.windowEnd - GIVE_BACK_MARGIN_MS;
-    const first: Decision = { ...decision, remaining: decision.remaining + granted };
-    this.#count(head.target, head.requestId, head.startedAt, first, false);
-    head.resolve(first);
-    let i = 1;
+    let i = 0;
+    if (head !== undefined) {
+      const first: Decision = { ...decision, remaining: decision.remaining + slot.units };
+      this.#count(head.target, head.requestId, head.startedAt, first, false);
+      head.resolve(first);
+      i = 1;
+    }
     const now = performance.now();
     if (now < slot.usableUntil) {
       for (; i < waiters.length && slot.units > 0; i++) {
@@ -350,6 +383,10 @@ export class Prefetcher {
       this.#slots.delete(slot.target.localKey);
     }
   }
+}
+
+function maxUnitsOf(target: Target): number {
+  return target.policy.prefetch?.maxUnits ?? 0;
 }
 
 /** A grant call's reply: the take's decision, the extra units granted, their window. */
