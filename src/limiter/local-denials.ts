@@ -18,6 +18,7 @@ import {
   resetEpochScript,
 } from './reset-epoch.js';
 import type { LimiterStats } from './stats.js';
+import type { Target } from './targets.js';
 
 export class LocalDenials {
   readonly #store: ScriptStore;
@@ -58,12 +59,17 @@ export class LocalDenials {
     return this.#cache !== undefined;
   }
 
-  /** A cached denial for a take of `cost` on the scope of `localKey`, if one is held. */
-  held(localKey: string, policy: Policy, cost: number): Decision | undefined {
+  /**
+   * A cached denial for a take of `target` (its scope, policy and cost), if one is held. Its
+   * `localKey` is read only when something is cached: building it is a take's largest cost
+   * when nothing is.
+   */
+  held(target: Target): Decision | undefined {
     const cache = this.#cache;
     if (cache === undefined || cache.size === 0) return undefined;
+    const { policy, cost } = target;
     const now = this.clock();
-    const held = cache.get(localKey, now);
+    const held = cache.get(target.localKey, now);
     if (held === undefined || !(held.anyCost || cost === 1 || cost > policy.maxCost)) {
       return undefined;
     }

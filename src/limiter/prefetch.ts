@@ -31,6 +31,7 @@ import { StoreError } from '../errors.js';
 import type { Decision } from '../types.js';
 import { InFlight, type Settler } from './calls.js';
 import type { CallMeta, DecisionReporter } from './events.js';
+import { ScopeTable } from './scope-table.js';
 import type { LimiterStats } from './stats.js';
 import type { Target } from './targets.js';
 
@@ -134,7 +135,7 @@ interface Granted {
 }
 
 export class Prefetcher {
-  readonly #slots = new Map<string, Slot>();
+  readonly #slots = new ScopeTable<Slot>();
   readonly #returns = new Set<Promise<unknown>>();
   #closed = false;
 
@@ -147,7 +148,7 @@ export class Prefetcher {
   take(target: Target, requestId: string | undefined): Promise<Decision> | undefined {
     if (this.#closed || target.cost !== 1) return undefined;
     const now = performance.now();
-    let slot = this.#slots.get(target.localKey);
+    let slot = this.#slots.get(target.policy, target.parts);
     if (slot !== undefined) {
       if (slot.units > 0 && now < slot.usableUntil) {
         const decision = this.#local(slot, target, requestId, 0, now);
@@ -176,7 +177,7 @@ export class Prefetcher {
         full: false,
         waiters: [],
       };
-      this.#slots.set(target.localKey, slot);
+      this.#slots.set(target.policy, target.parts, slot);
     }
     const held = slot;
     return new Promise<Decision>((resolve, reject) => {
@@ -186,8 +187,8 @@ export class Prefetcher {
   }
 
   /** The scope was reset: its grant's window is gone (nothing to give back). */
-  forget(localKey: string): void {
-    const slot = this.#slots.get(localKey);
+  forget(target: Target): void {
+    const slot = this.#slots.get(target.policy, target.parts);
     if (slot === undefined) return;
     slot.units = 0;
     this.#clear(slot);
@@ -379,8 +380,8 @@ export class Prefetcher {
     if (left > 0 && left <= 2 * GIVE_BACK_MARGIN_MS && !this.#closed) {
       slot.timer = setTimeout(() => this.#clear(slot), left);
       slot.timer.unref?.();
-    } else if (this.#slots.get(slot.target.localKey) === slot) {
-      this.#slots.delete(slot.target.localKey);
+    } else if (this.#slots.get(slot.target.policy, slot.target.parts) === slot) {
+      this.#slots.delete(slot.target.policy, slot.target.parts);
     }
   }
 }

@@ -587,7 +587,7 @@ export class RateLimiter {
       return Promise.reject(error);
     }
     // A grant of the window being deleted must not admit into the next one.
-    this.#prefetch.forget(target.localKey);
+    this.#prefetch.forget(target);
     return this.#send(
       (resolve, reject) => new ResetCall(this.#outcomes, target, resolve, reject),
       undefined,
@@ -639,7 +639,7 @@ export class RateLimiter {
           : { targets: [target], operation: 'take', requestId, startedAt: performance.now() },
       );
     }
-    const held = this.#denials.held(target.localKey, policy, target.cost);
+    const held = this.#denials.held(target);
     if (held !== undefined) {
       if (op === 'p') this.#stats.peeks++;
       else {
@@ -671,7 +671,7 @@ export class RateLimiter {
 
   /** A take of a validated target (a waiter's): the denial cache, then Redis. */
   #sendTake(target: Target, requestId: string | undefined): Promise<Decision> {
-    const held = this.#denials.held(target.localKey, target.policy, target.cost);
+    const held = this.#denials.held(target);
     if (held !== undefined) {
       this.#stats.limited++;
       this.#stats.cachedDenials++;
@@ -735,7 +735,7 @@ export class RateLimiter {
     let decisions: Decision[] | undefined;
     for (let j = 0; j < targets.length; j++) {
       const target = targets[j] as Target;
-      const held = this.#denials.held(target.localKey, target.policy, target.cost);
+      const held = this.#denials.held(target);
       if (held === undefined) continue;
       decisions ??= targets.map((t) => ({
         allowed: false,

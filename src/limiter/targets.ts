@@ -40,8 +40,7 @@ const TAKE_ALL_OPTION_KEYS: readonly string[] = ['requestId', 'id'];
 /** One validated scope under one policy: what a call sends and caches. */
 export class Target implements WireItem {
   #key: string | undefined;
-  /** The denial cache's key for this scope and policy ('' without a cache). */
-  readonly localKey: string;
+  #localKey: string | undefined;
 
   constructor(
     readonly namespace: string,
@@ -53,20 +52,28 @@ export class Target implements WireItem {
     readonly cost: number,
     readonly args: readonly string[],
     /** The policy's short id in this limiter's denial cache; undefined without a cache. */
-    localId: number | undefined,
-  ) {
-    const { tenant, route, user } = parts;
+    readonly localId: number | undefined,
+  ) {}
+
+  /**
+   * The denial cache's key for this scope and policy ('' without a cache), built when first
+   * needed: a take answered from a grant, or while nothing is cached, needs none.
+   */
+  get localKey(): string {
+    if (this.#localKey !== undefined) return this.#localKey;
+    const { tenant, route, user } = this.parts;
     // The cache is keyed by the scope's text, so a cached denial costs no hashing (the
     // lengths keep it unambiguous); long ids are keyed by their hash instead, to bound each
     // entry's size.
-    this.localKey =
-      localId === undefined
+    this.#localKey =
+      this.localId === undefined
         ? ''
         : tenant.length + (route?.length ?? 0) + (user?.length ?? 0) > LOCAL_KEY_MAX_TEXT
           ? `#${this.key}`
-          : `${localId}:${tenant.length}:${tenant}${
+          : `${this.localId}:${tenant.length}:${tenant}${
               route === undefined ? '-' : `${route.length}:${route}`
             }${user ?? ''}`;
+    return this.#localKey;
   }
 
   /** The Redis key (hashed once, when first needed: not for an answer from the cache). */
