@@ -125,11 +125,12 @@ const WHY = {
     'three round trips; its Redis time per request is the three items’ (see the Redis CPU column), and ' +
     'the per-item cost of the batch script is bounded by its wire format (see the Redis CPU row).',
   prefetch:
-    'With prefetch the hot scope is bound by this process, not Redis: about 0.13 µs of Redis CPU and ' +
-    '0.004 script calls per decision, and ~1.1 µs of Node CPU per take (validating and hashing the ' +
-    'scope, the promise, the bench loop itself) on one core; without prefetch the same scope is ' +
-    'already coalesced (about 33 takes per script call), so the ratio is that per-take Node cost ' +
-    'against a batched Redis decision. On this shared 2-core machine the rounds spread by a fifth.',
+    'With prefetch the hot scope is bound by this process, not Redis: about 0.2 µs of Redis CPU and ' +
+    '0.002 script calls per decision at maxUnits 1,024, and about 0.5 µs of Node CPU per take ' +
+    '(validating the scope, the promise) plus the bench loop, on one core. A process is served by ' +
+    'at most maxUnits + 1 units per round trip of a grant call, so a smaller maxUnits for 256 ' +
+    'takes in flight gains less (the sweep in bench/prefetch/RESULTS.md: 3.3× at 64, 6.5× at 256). ' +
+    'Without prefetch the same scope is already coalesced (about 40 takes per script call).',
 } as const;
 
 /** The contenders of the supported clients, and how the issue names each. */

@@ -3,17 +3,17 @@
  *
  * 1. Throughput of one hot admitting scope: a fixed window that never fills (limit 10^12 per
  *    60 s), `CONCURRENCY` (256) takes in flight from one process, closed loop, `ROUNDS` rounds
- *    of `DURATION_MS` each alternating without prefetch and with `prefetch: { maxUnits }`;
- *    decisions/s, Redis CPU and script calls per decision; the ratio of medians and the
- *    per-round ratios.
+ *    of `DURATION_MS` each, every round measuring without prefetch, then with
+ *    `prefetch: { maxUnits }` for maxUnits 64, 256 and `MAX_UNITS` (1,024); decisions/s,
+ *    Redis CPU and script calls per decision; the ratio of medians and the per-round ratios.
  * 2. Under-admission at window ends under steady load: two replicas (a limiter and a client
  *    each) offering `RATE` takes/s each, open loop, to one scope of `LIMIT` per `WINDOW_MS`
  *    (demand above the limit), for `WINDOWS` windows: the units admitted in each complete
  *    window, as a share of the limit, without and with prefetch.
  *
  * Writes bench/prefetch/results.json (read by bench/targets.ts) and prints a Markdown summary.
- * Run: `npm run bench:prefetch` (env CONCURRENCY, ROUNDS, DURATION_MS, MAX_UNITS, RATE, LIMIT,
- * WINDOW_MS, WINDOWS).
+ * Run: `npm run bench:prefetch` (env CONCURRENCY, ROUNDS, DURATION_MS, MAX_UNITS,
+ * STEADY_MAX_UNITS, RATE, LIMIT, WINDOW_MS, WINDOWS).
  */
 import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,7 +27,12 @@ const env = (name: string, fallback: number) => Number(process.env[name] ?? fall
 const CONCURRENCY = env('CONCURRENCY', 256);
 const ROUNDS = env('ROUNDS', 3);
 const DURATION_MS = env('DURATION_MS', 3000);
-const MAX_UNITS = env('MAX_UNITS', 256);
+/** The hot scope's maxUnits (4× the concurrency: see docs/prefetch.md, "Choosing maxUnits"). */
+const MAX_UNITS = env('MAX_UNITS', 1024);
+/** Smaller maxUnits measured beside it, for how the gain depends on it. */
+const SWEEP = [64, 256].filter((m) => m < MAX_UNITS);
+/** The steady load's maxUnits (its grants are bounded by an eighth of what is left anyway). */
+const STEADY_MAX_UNITS = env('STEADY_MAX_UNITS', 256);
 const RATE = env('RATE', 3000);
 const LIMIT = env('LIMIT', 4000);
 const WINDOW_MS = env('WINDOW_MS', 1000);
@@ -40,21 +45,24 @@ const snapshot = async (): Promise<RedisSnapshot> =>
 
 interface Throughput {
   readonly prefetch: boolean;
+  /** The policy's maxUnits; 0 without prefetch. */
+  readonly maxUnits: number;
   readonly round: number;
   readonly decisionsPerSec: number;
   readonly redisCpuUsPerDecision: number;
   readonly scriptCallsPerDecision: number;
 }
 
-async function throughput(prefetch: boolean, round: number): Promise<Throughput> {
+async function throughput(maxUnits: number, round: number): Promise<Throughput> {
+  const prefetch = maxUnits > 0;
   const client = await connectRedis({ url: server.url });
   const limiter = new RateLimiter({ client, timeoutMs: 10_000 });
   const policy = fixedWindow({
     limit: 1e12,
     windowMs: 60_000,
-    ...(prefetch ? { prefetch: { maxUnits: MAX_UNITS } } : {}),
+    ...(prefetch ? { prefetch: { maxUnits } } : {}),
   });
-  const scope = { tenant: `hot-${round}-${prefetch}`, route: 'GET/hot' };
+  const scope = { tenant: `hot-${round}-${maxUnits}`, route: 'GET/hot' };
   let stop = performance.now() + 500; // warm-up
   let count = 0;
   const worker = async () => {
@@ -75,6 +83,7 @@ async function throughput(prefetch: boolean, round: number): Promise<Throughput>
   await client.close();
   return {
     prefetch,
+    maxUnits,
     round,
     decisionsPerSec: (count / elapsed) * 1000,
     redisCpuUsPerDecision: redis.cpuUs / count,
@@ -94,7 +103,7 @@ async function steady(prefetch: boolean, rates: readonly number[]): Promise<Wind
   const policy = fixedWindow({
     limit: LIMIT,
     windowMs: WINDOW_MS,
-    ...(prefetch ? { prefetch: { maxUnits: MAX_UNITS } } : {}),
+    ...(prefetch ? { prefetch: { maxUnits: STEADY_MAX_UNITS } } : {}),
   });
   const scope = { tenant: `steady-${prefetch}-${rates.join('-')}`, route: 'GET/hot' };
   const replicas = await Promise.all(
@@ -138,8 +147,7 @@ async function steady(prefetch: boolean, rates: readonly number[]): Promise<Wind
 
 const runs: Throughput[] = [];
 for (let round = 0; round < ROUNDS; round++) {
-  runs.push(await throughput(false, round));
-  runs.push(await throughput(true, round));
+  for (const maxUnits of [0, ...SWEEP, MAX_UNITS]) runs.push(await throughput(maxUnits, round));
 }
 const windows: WindowShare[] = [];
 for (const rates of [
@@ -151,12 +159,18 @@ for (const rates of [
 await admin.close();
 await server.stop();
 
-const of = (prefetch: boolean) => runs.filter((r) => r.prefetch === prefetch);
-const perRound = of(true).map(
-  (r) => r.decisionsPerSec / (of(false).find((o) => o.round === r.round)?.decisionsPerSec ?? 1),
-);
-const ratio =
-  median(of(true).map((r) => r.decisionsPerSec)) / median(of(false).map((r) => r.decisionsPerSec));
+const of = (maxUnits: number) => runs.filter((r) => r.maxUnits === maxUnits);
+const gain = (maxUnits: number) => {
+  const perRound = of(maxUnits).map(
+    (r) => r.decisionsPerSec / (of(0).find((o) => o.round === r.round)?.decisionsPerSec ?? 1),
+  );
+  const ratio =
+    median(of(maxUnits).map((r) => r.decisionsPerSec)) /
+    median(of(0).map((r) => r.decisionsPerSec));
+  return { maxUnits, ratio, perRound, spread: [Math.min(...perRound), Math.max(...perRound)] };
+};
+const { ratio, perRound, spread } = gain(MAX_UNITS);
+const sweep = SWEEP.map(gain);
 const underAdmission = windows.map((w) => ({
   prefetch: w.prefetch,
   rates: w.rates,
@@ -165,28 +179,41 @@ const underAdmission = windows.map((w) => ({
   minShare: Math.min(...w.shares),
 }));
 const results = {
-  options: { CONCURRENCY, ROUNDS, DURATION_MS, MAX_UNITS, RATE, LIMIT, WINDOW_MS, WINDOWS },
+  options: {
+    CONCURRENCY,
+    ROUNDS,
+    DURATION_MS,
+    MAX_UNITS,
+    SWEEP,
+    STEADY_MAX_UNITS,
+    RATE,
+    LIMIT,
+    WINDOW_MS,
+    WINDOWS,
+  },
   runs,
-  hotRatio: { ratio, spread: [Math.min(...perRound), Math.max(...perRound)] },
+  hotRatio: { ratio, spread },
+  sweep: sweep.map(({ maxUnits, ratio, spread }) => ({ maxUnits, ratio, spread })),
   windows,
   underAdmission,
 };
 writeFileSync(new URL('./results.json', import.meta.url), `${JSON.stringify(results, null, 2)}\n`);
 
 const fmt = (n: number, d = 0) => n.toLocaleString('en-US', { maximumFractionDigits: d });
+console.log(`One hot admitting scope, C=${CONCURRENCY}, ${ROUNDS} rounds of ${DURATION_MS} ms`);
 console.log(
-  `One hot admitting scope, C=${CONCURRENCY}, ${ROUNDS} rounds of ${DURATION_MS} ms, maxUnits ${MAX_UNITS}`,
+  '| prefetch | decisions/s (median) | ÷ no prefetch (per round) | Redis CPU µs/decision | script calls/decision |',
 );
-console.log('| prefetch | decisions/s (median) | Redis CPU µs/decision | script calls/decision |');
-console.log('| --- | ---: | ---: | ---: |');
-for (const p of [false, true]) {
-  const r = of(p);
+console.log('| --- | ---: | ---: | ---: | ---: |');
+for (const m of [0, ...SWEEP, MAX_UNITS]) {
+  const r = of(m);
+  const g = m === 0 ? undefined : gain(m);
   console.log(
-    `| ${p ? 'yes' : 'no'} | ${fmt(median(r.map((x) => x.decisionsPerSec)))} | ${median(r.map((x) => x.redisCpuUsPerDecision)).toFixed(2)} | ${median(r.map((x) => x.scriptCallsPerDecision)).toFixed(4)} |`,
+    `| ${m === 0 ? 'no' : `maxUnits ${m}`} | ${fmt(median(r.map((x) => x.decisionsPerSec)))} | ${g === undefined ? '' : `${g.ratio.toFixed(1)}× (${g.perRound.map((x) => x.toFixed(1)).join(', ')})`} | ${median(r.map((x) => x.redisCpuUsPerDecision)).toFixed(2)} | ${median(r.map((x) => x.scriptCallsPerDecision)).toFixed(4)} |`,
   );
 }
 console.log(
-  `ratio of medians ${ratio.toFixed(1)}× (per round ${perRound.map((x) => x.toFixed(1)).join(', ')})`,
+  `ratio of medians at maxUnits ${MAX_UNITS}: ${ratio.toFixed(1)}× (per round ${perRound.map((x) => x.toFixed(1)).join(', ')})`,
 );
 console.log('');
 console.log(`Steady load, open loop: limit ${LIMIT} per ${WINDOW_MS} ms, ${WINDOWS} windows`);
