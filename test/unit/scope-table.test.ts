@@ -22,10 +22,10 @@ describe('ScopeTable', () => {
       { tenant: 'ax', route: undefined, user: undefined },
       { tenant: 'a', route: 'xx', user: undefined },
     ];
-    scopes.forEach((parts, i) => table.set(policy, parts, `v${i}`));
+    for (const [i, parts] of scopes.entries()) table.set(policy, parts, `v${i}`);
     assert.equal(table.size, scopes.length);
-    scopes.forEach((parts, i) => assert.equal(table.get(policy, parts), `v${i}`));
-    assert.equal(table.get(other, scopes[0] as (typeof scopes)[0]), undefined);
+    for (const [i, parts] of scopes.entries()) assert.equal(table.get(policy, parts), `v${i}`);
+    for (const parts of scopes) assert.equal(table.get(other, parts), undefined);
     assert.deepEqual([...table.values()].sort(), scopes.map((_, i) => `v${i}`).sort());
   });
 
