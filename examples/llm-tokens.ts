@@ -24,7 +24,9 @@ const modelUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1/c
 const replicas = await Promise.all(
   [1, 2, 3].map(async () => {
     const client = await connectRedis({ url });
-    return { client, limiter: new RateLimiter({ client }) };
+    // A model call takes seconds: a 1-s deadline on the limiter's own calls costs nothing
+    // beside it (the default 150 ms suits a limiter in front of fast requests).
+    return { client, limiter: new RateLimiter({ client, timeoutMs: 1_000 }) };
   }),
 );
 

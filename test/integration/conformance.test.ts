@@ -446,6 +446,8 @@ describe('conformance: every key has a bounded TTL after the run', () => {
     assert.ok(keys.length > 0);
     for (const key of keys) {
       const pttl = await admin.client.pTTL(key);
+      // -2: the key expired since KEYS listed it (a short window's), which is what a TTL is for.
+      if (pttl === -2) continue;
       // The namespace's reset epoch (written by the reset rows) lives a day, by design.
       const most = key === resetEpochKey('conf') ? EPOCH_TTL_MS : 1_200_000;
       assert.ok(pttl > 0 && pttl <= most, `${key} PTTL ${pttl}`);
