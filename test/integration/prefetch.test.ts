@@ -11,6 +11,8 @@ import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fixedWindow, InvalidInputError, MemoryStore, RateLimiter } from 'sluice';
+import { connectRedis } from 'sluice/node-redis';
+import { startRedisServer } from '../../src/demo/redis-server.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -126,6 +128,35 @@ describe('prefetch', () => {
     );
     await limiter.close();
     assert.equal(await counter(key), 1 + 32 + 64);
+  });
+
+  it('a refill ahead that Redis never answers: the units held still admit, close() ends, and it is counted', async () => {
+    const server = await startRedisServer();
+    let frozen = false;
+    try {
+      const client = await connectRedis({ url: server.url, reconnect: false, onError: () => {} });
+      const limiter = new RateLimiter({ client, timeoutMs: 200 });
+      const policy = fixedWindow({ limit: 100_000, windowMs: 60_000, prefetch: { maxUnits: 8 } });
+      const scope = { tenant: randomTenant(), route };
+      await limiter.take(scope, policy); // 1 + 8
+      for (let i = 0; i < 3; i++) await limiter.take(scope, policy); // 5 left
+      process.kill(server.pid, 'SIGSTOP');
+      frozen = true;
+      // This take leaves 4 (half of 8): it sends the refill, to a Redis that does not answer.
+      for (let i = 0; i < 4; i++) assert.equal((await limiter.take(scope, policy)).allowed, true);
+      const closing = Date.now();
+      await limiter.close();
+      assert.ok(Date.now() - closing < 2_000, 'close() waited for the frozen refill for too long');
+      // Two calls timed out: the refill, and the give-back of the 4 units at close().
+      assert.equal(limiter.stats().timeout, 2);
+      assert.equal(limiter.stats().allowed, 8);
+      process.kill(server.pid, 'SIGCONT');
+      frozen = false;
+      await client.close();
+    } finally {
+      if (frozen) process.kill(server.pid, 'SIGCONT');
+      await server.stop();
+    }
   });
 
   it('the grant shrinks near the limit and cost > 1 bypasses it', async () => {
