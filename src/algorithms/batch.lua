@@ -2,7 +2,7 @@
 --
 -- The decision path coalesces the requests issued in the same event-loop turn into one call
 -- of this script. Each item runs the very same algorithm body as the single-decision script
--- (the bodies are inserted below as functions of (i, base, dry, probe) when the script is
+-- (the bodies are inserted below as functions of (i, base, dry, probe, known) when the script is
 -- built, see batch.ts), so a batch decides exactly as the same requests one by one in that
 -- order would. One request's error (say, a key of the wrong type) is caught and reported for
 -- that request only.
@@ -56,8 +56,10 @@ local o = 1
 
 --[[BLOCK]]--
 
--- argc: the item's argument count (ARGV[base]) when the caller has read it already.
-local function decide(i, id, base, dry, probe, argc)
+-- argc: the item's argument count (ARGV[base]) when the caller has read it already. known:
+-- the item's admitting dry reply earlier in this call, for a takeAll's take pass (an
+-- algorithm may spare reading its key again; a blocked item never gets it).
+local function decide(i, id, base, dry, probe, argc, known)
   local algorithm = ALGORITHMS[id] or algorithm_of(id)
   if algorithm == nil then return false, 'ERR unknown algorithm id ' .. tostring(id) end
   -- A block's marker and its four integers follow the algorithm's ARGV (at least three): an
@@ -69,7 +71,7 @@ local function decide(i, id, base, dry, probe, argc)
       return pcall(decide_blocked, algorithm, i, base, dry, probe, ms, factor, max, within)
     end
   end
-  return pcall(algorithm, i, base, dry, probe)
+  return pcall(algorithm, i, base, dry, probe, known)
 end
 
 local function emit(a, b, c, d)
@@ -227,7 +229,7 @@ while a <= argc do
       -- Every item fits: take them all, in order (distinct keys: each decides as it did dry).
       local results = {}
       for j = 1, n do
-        ok, r = decide(first + j - 1, ids[j], bases[j], false, false)
+        ok, r = decide(first + j - 1, ids[j], bases[j], false, false, nil, replies[j])
         if not ok then break end
         results[j] = r
       end

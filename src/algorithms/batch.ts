@@ -1,6 +1,6 @@
 /**
  * The batch script: the template in `batch.lua` with every algorithm's body inserted as a
- * function of `(i, base, dry, probe)` — item `i`'s key is `KEYS[i]` and its arguments start
+ * function of `(i, base, dry, probe, known)` — item `i`'s key is `KEYS[i]` and its arguments start
  * after `ARGV[base]`. An algorithm file reads only `KEYS[1]` and `ARGV[<literal n>]`; building
  * the batch rewrites those to `KEYS[i]` and `ARGV[base + n]`, and drops the file's
  * `mode:begin … mode:end` block (a lone take's `dry, probe = false, false`), so each body runs
@@ -83,7 +83,7 @@ export function buildBatch(
   const functions = scripts
     .map(
       (script, i) =>
-        `${i === 0 ? 'if' : 'elseif'} id == ${i + 1} then\n-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base, dry, probe)\n${batchBody(script)}\nend`,
+        `${i === 0 ? 'if' : 'elseif'} id == ${i + 1} then\n-- ${script.name}\nALGORITHMS[${i + 1}] = function(i, base, dry, probe, known)\n${batchBody(script)}\nend`,
     )
     .join('\n\n')
     .concat(scripts.length > 0 ? '\nend' : '');

@@ -37,10 +37,25 @@ local window = tonumber(ARGV[2])
 local cost = tonumber(ARGV[3])
 
 -- mode:begin  (a take; the batch script sets these per item: dry = decide without writing
--- anything, probe = dry with a cost that can never fit, to read the state as it is)
-local dry, probe = false, false
+-- anything, probe = dry with a cost that can never fit, to read the state as it is; known =
+-- this item's admitting dry reply, earlier in the same call, when a takeAll takes its items)
+local dry, probe, known = false, false, nil
 -- mode:end
 if probe then cost = limit + 1 end
+
+-- A takeAll's take pass (batch.lua): the dry pass of this same call admitted this item, and
+-- nothing changed its key since (the other items have other keys, and a script's clock stands
+-- still), so the key is not read again. known[5]: nil when there was no window (or foreign
+-- state, which this SET replaces), 1 when there was, 2 when its TTL needs the window.
+if known then
+  if not known[5] then
+    redis.call('SET', key, ARGV[3], 'PX', ARGV[2])
+    return { 1, limit - cost, window, 0 }
+  end
+  redis.call('INCRBY', key, ARGV[3])
+  if known[5] == 2 then redis.call('PEXPIRE', key, ARGV[2]) end
+  return { 1, known[2] - cost, known[3], 0 }
+end
 
 -- A take that fits an empty window creates the counter and reads it in one command: SET NX
 -- writes only when there is no key, GET returns what was there (nil: created; Redis 7.0).
@@ -76,9 +91,11 @@ if not used then
 end
 
 local ttl = redis.call('PTTL', key)
+local heal = 1
 if ttl < 0 or ttl > window then
   -- No TTL, or one longer than the window: the window, once.
   ttl = window
+  heal = 2
   if not dry then redis.call('PEXPIRE', key, window) end
 end
 
@@ -89,6 +106,7 @@ if used + cost > limit then
   return { 0, limit - used, ttl, retry }
 end
 
-if dry then return { 1, limit - used, ttl, 0 } end
+-- A peek, or a takeAll's dry pass (whose take pass reads the fifth slot, see known above).
+if dry then return { 1, limit - used, ttl, 0, heal } end
 redis.call('INCRBY', key, ARGV[3])
 return { 1, limit - used - cost, ttl, 0 }

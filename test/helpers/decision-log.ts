@@ -52,9 +52,9 @@ export function loggedVariant(script: LuaScript): LuaScript {
     // Every admitted take (not a dry run: peeks and takeAll's first pass write nothing).
     source = replaceOnce(
       source,
-      '  return pcall(algorithm, i, base, dry, probe)\n',
+      '  return pcall(algorithm, i, base, dry, probe, known)\n',
       `  log_time = redis.call('TIME')
-  local ok, reply = pcall(algorithm, i, base, dry, probe)
+  local ok, reply = pcall(algorithm, i, base, dry, probe, known)
   if ok and not dry then
 ${logStatement('KEYS[i]', "table.concat(ARGV, ',', base + 1, base + tonumber(ARGV[base]))")}
   end

@@ -20,7 +20,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
-import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
 import { logMember, logTakes } from '../helpers/sliding-log.js';
 
 const redis = useRedis();
@@ -511,6 +511,58 @@ describe('a refused takeAll repairs what a denied take repairs (and consumes not
       assert.ok(pttl > 0 && pttl <= policy.horizonMs, `PTTL ${pttl}`);
       const peeked = await limiter.peek(scope, policy);
       assert.equal(peeked.allowed, false, 'nothing was consumed, nothing was freed');
+    });
+  }
+});
+
+describe('an admitted takeAll takes each fixed window as a take would, reading its key once', () => {
+  const states = [
+    ['no key', null, 'no TTL'],
+    ['a count with its window', '2', 'horizon TTL'],
+    ['a count without a TTL', '2', 'no TTL'],
+    ['a count with a 1e12 ms TTL', '2', '1e12 ms TTL'],
+    ['foreign state without a TTL', 'abc', 'no TTL'],
+  ] as const;
+  for (const [label, value, shape] of states) {
+    it(`${label}: the same decision and key as a lone take's, with no second read`, async () => {
+      const limiter = await newLimiter();
+      const admin = await redis.admin();
+      const other = fixedWindow({ limit: 100, windowMs: 60_000, name: 'tenant-wide' });
+      // Two scopes in the same state: one taken alone, one by a takeAll with another item.
+      const [alone, stacked] = [newScope(), newScope()];
+      for (const scope of [alone, stacked]) {
+        const key = limiter.keyOf(scope, fw);
+        if (value !== null) {
+          await raw(admin, 'SET', key, value);
+          await shapeTtl(admin, key, shape, fw.horizonMs);
+        }
+      }
+      const single = await limiter.take(alone, fw, { cost: 2 });
+      const [sets, pttls] = [await commandCalls(admin, 'set'), await commandCalls(admin, 'pttl')];
+      const result = await limiter.takeAll([
+        { scope: { tenant: stacked.tenant }, policy: other },
+        { scope: stacked, policy: fw, cost: 2 },
+      ]);
+      const [setsAfter, pttlsAfter] = [
+        await commandCalls(admin, 'set'),
+        await commandCalls(admin, 'pttl'),
+      ];
+      assert.equal(result.allowed, true);
+      const taken = result.decisions[1] as Decision;
+      assert.deepEqual(
+        [taken.allowed, taken.remaining, taken.retryAfterMs],
+        [single.allowed, single.remaining, single.retryAfterMs],
+      );
+      assert.ok(Math.abs(taken.resetMs - single.resetMs) <= 1_000, 'the same window');
+      const [keyAlone, keyStacked] = [limiter.keyOf(alone, fw), limiter.keyOf(stacked, fw)];
+      assert.equal(await admin.client.get(keyStacked), await admin.client.get(keyAlone));
+      const pttl = await admin.client.pTTL(keyStacked);
+      assert.ok(pttl > 0 && pttl <= fw.horizonMs, `PTTL ${pttl}`);
+      // Each existing key read once (the dry pass's PTTL), never SET … NX GET again: the
+      // tenant-wide item's new key is the one SET (and the foreign state's replacement).
+      const existing = value !== null && value !== 'abc';
+      assert.equal(pttlsAfter - pttls, existing ? 1 : 0, 'PTTL calls');
+      assert.equal(setsAfter - sets, existing ? 1 : 2, 'SET calls');
     });
   }
 });

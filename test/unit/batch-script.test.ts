@@ -34,7 +34,7 @@ describe('batch script assembly', () => {
     BATCH_ALGORITHMS.forEach((script, i) => {
       assert.equal(batchId(script), i + 1);
       assert.ok(
-        batchScript.source.includes(`ALGORITHMS[${i + 1}] = function(i, base, dry, probe)`),
+        batchScript.source.includes(`ALGORITHMS[${i + 1}] = function(i, base, dry, probe, known)`),
         script.name,
       );
     });

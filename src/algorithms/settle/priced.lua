@@ -384,7 +384,7 @@ local function reserve_all_request(m, first, ids, bases, units, records, ttls, a
     local i, r = first + 2 * j - 2, dry[j]
     if all then
       local ok
-      ok, r = decide(i, ids[j], bases[j], false, false)
+      ok, r = decide(i, ids[j], bases[j], false, false, nil, r)
       if not ok then error(r) end
       local mark = SETTLE[ids[j]](i, bases[j], nil, nil, units[j])
       local gen = generation(i, ttls[j])
