@@ -57,6 +57,8 @@ export interface PrefetchHost {
   refused(target: Target, decision: Decision, sentAt: number): void;
   /** Units went back to `target`'s scope: cached denials of it no longer hold. */
   gaveBack(target: Target): void;
+  /** A take of `target` the usual way (the denial cache, then Redis), counted as usual. */
+  alone(target: Target, requestId: string | undefined): Promise<Decision>;
 }
 
 /** A grant call or a give-back in flight. */
@@ -124,6 +126,11 @@ interface Slot {
   fetching: boolean;
   /** A refill was refused: no refill ahead until a grant call admits again. */
   full: boolean;
+  /**
+   * `reset` forgot this slot while its grant call was in flight: the call's grant went with
+   * the deleted window (see `#staleAnswer`).
+   */
+  stale: boolean;
   waiters: Waiter[];
 }
 
@@ -175,6 +182,7 @@ export class Prefetcher {
         timer: undefined,
         fetching: false,
         full: false,
+        stale: false,
         waiters: [],
       };
       this.#slots.set(target.policy, target.parts, slot);
@@ -186,12 +194,17 @@ export class Prefetcher {
     });
   }
 
-  /** The scope was reset: its grant's window is gone (nothing to give back). */
+  /**
+   * The scope was reset: its grant's window is gone (nothing to give back), and so is the
+   * grant of a call in flight, sent before the reset. Later takes start a new slot.
+   */
   forget(target: Target): void {
     const slot = this.#slots.get(target.policy, target.parts);
     if (slot === undefined) return;
     slot.units = 0;
-    this.#clear(slot);
+    slot.stale = true;
+    this.#stopTimer(slot);
+    this.#slots.delete(target.policy, target.parts);
   }
 
   /** Gives every unused unit back and stops prefetching; resolves once Redis answered. */
@@ -246,7 +259,8 @@ export class Prefetcher {
     slot.fetching = true;
     const { target } = slot;
     const maxUnits = maxUnitsOf(target);
-    const ask = slot.units === 0 ? maxUnits : Math.max(0, maxUnits - slot.units - 1);
+    // Sent ahead (nobody waits yet), the call's own take of 1 may join the units: one less.
+    const ask = slot.waiters.length > 0 ? maxUnits : Math.max(0, maxUnits - slot.units - 1);
     const sentAt = performance.now();
     const call = this.host
       .send<Granted>(
@@ -283,6 +297,10 @@ export class Prefetcher {
     slot.fetching = false;
     const waiters = slot.waiters;
     slot.waiters = [];
+    if (slot.stale) {
+      this.#staleAnswer(decision, waiters);
+      return;
+    }
     // A refill ahead that nobody waited for: its admitted take of 1 joins the units.
     const head: Waiter | undefined = waiters[0];
     if (!decision.allowed) {
@@ -310,13 +328,19 @@ export class Prefetcher {
     slot.windowEnd = sentAt + decision.resetMs;
     slot.usableUntil = slot.windowEnd - GIVE_BACK_MARGIN_MS;
     let i = 0;
+    const now = performance.now();
     if (head !== undefined) {
-      const first: Decision = { ...decision, remaining: decision.remaining + slot.units };
+      // The window's end as this process knows it (a waiter may have come long after the
+      // call was sent: Redis's resetMs was measured before it came).
+      const first: Decision = {
+        ...decision,
+        remaining: decision.remaining + slot.units,
+        resetMs: Math.max(0, Math.ceil(slot.windowEnd - now)),
+      };
       this.#count(head.target, head.requestId, head.startedAt, first, false);
       head.resolve(first);
       i = 1;
     }
-    const now = performance.now();
     if (now < slot.usableUntil) {
       for (; i < waiters.length && slot.units > 0; i++) {
         const waiter = waiters[i] as Waiter;
@@ -330,6 +354,27 @@ export class Prefetcher {
       slot.timer = setTimeout(() => this.#giveBack(slot), slot.usableUntil - now);
       slot.timer.unref?.();
     } else this.#clear(slot);
+  }
+
+  /**
+   * The answer of a grant call sent before `reset` forgot its slot. Its take was decided
+   * before the reset, and answers the first waiter; its grant was consumed in the deleted
+   * window and goes with it (admitting from it would admit into the next window units it
+   * never counted); a refusal is not cached (it was of the deleted window). The other
+   * waiters are taken afresh.
+   */
+  #staleAnswer(decision: Decision, waiters: readonly Waiter[]): void {
+    const [head, ...rest] = waiters;
+    if (head !== undefined) {
+      this.#count(head.target, head.requestId, head.startedAt, decision, false);
+      head.resolve(decision);
+    }
+    for (const waiter of rest) {
+      const again =
+        this.take(waiter.target, waiter.requestId) ??
+        this.host.alone(waiter.target, waiter.requestId);
+      again.then(waiter.resolve, waiter.reject);
+    }
   }
 
   /** Sends `slot`'s unused units back into their window. */

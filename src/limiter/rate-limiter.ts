@@ -176,6 +176,7 @@ export class RateLimiter {
         this.#denials.forget(target.localKey);
         this.#denials.announceReset().catch(() => {});
       },
+      alone: (target, requestId) => this.#sendTake(target, requestId),
     });
     // The methods may be passed around as functions (`const take = limiter.take`).
     this.take = this.take.bind(this);

@@ -13,6 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fixedWindow, InvalidInputError, MemoryStore, RateLimiter } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 import { startRedisServer } from '../../src/demo/redis-server.js';
+import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -156,6 +157,78 @@ describe('prefetch', () => {
     } finally {
       if (frozen) process.kill(server.pid, 'SIGCONT');
       await server.stop();
+    }
+  });
+
+  it('a replica never holds more than maxUnits: a burst that uses a grant up to its last unit', async () => {
+    const limiter = new RateLimiter({ client: await redis.client() });
+    const policy = fixedWindow({ limit: 100_000, windowMs: 60_000, prefetch: { maxUnits: 64 } });
+    const scope = { tenant: randomTenant(), route };
+    const key = limiter.keyOf(scope, policy);
+    // One grant call for the first take; the other 63 are admitted from its 64 units.
+    await Promise.all(Array.from({ length: 64 }, () => limiter.take(scope, policy)));
+    // This take uses the last unit and refills ahead, with no take waiting on the refill.
+    await limiter.take(scope, policy);
+    for (let i = 0; i < 200 && (await counter(key)) === 65; i++) await sleep(5);
+    await sleep(20);
+    assert.ok((await counter(key)) - 65 <= 64, `held ${(await counter(key)) - 65} > maxUnits`);
+    await limiter.close();
+    assert.equal(await counter(key), 65);
+  });
+
+  it('reset while a refill is in flight: its grant goes with the deleted window', async () => {
+    const admin = await redis.admin();
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    try {
+      const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
+      const limiter = new RateLimiter({ client, timeoutMs: 2_000 });
+      const policy = fixedWindow({ limit: 100, windowMs: 60_000, prefetch: { maxUnits: 64 } });
+      const scope = { tenant: randomTenant(), route };
+      const key = limiter.keyOf(scope, policy);
+      await limiter.take(scope, policy); // 1 + ⌊99 / 8⌋ = 13
+      proxy.delayMs = 100;
+      proxy.mode = 'delay';
+      await limiter.take(scope, policy); // 11 units left: the refill goes ahead, delayed
+      const reset = limiter.reset(scope, policy);
+      proxy.mode = 'pass';
+      assert.equal(await reset, true);
+      await sleep(200); // the refill's answer (units of the deleted window) has landed
+      let admitted = 0;
+      for (let i = 0; i < 200; i++) {
+        if (!(await limiter.take(scope, policy)).allowed) break;
+        admitted++;
+      }
+      assert.equal(admitted, 100, 'the window after the reset admits its limit, no more');
+      await limiter.close();
+      assert.equal(Number(await admin.client.get(key)), 100);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a take that waits for a refill sent before it came: resetMs ends no later than the window', async () => {
+    const admin = await redis.admin();
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    try {
+      const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
+      const limiter = new RateLimiter({ client, timeoutMs: 2_000 });
+      const policy = fixedWindow({ limit: 100_000, windowMs: 3_000, prefetch: { maxUnits: 64 } });
+      const scope = { tenant: randomTenant(), route };
+      const key = limiter.keyOf(scope, policy);
+      await limiter.take(scope, policy); // 1 + 64
+      proxy.delayMs = 150;
+      proxy.mode = 'delay';
+      for (let i = 0; i < 64; i++) await limiter.take(scope, policy); // the refill goes at 32
+      await sleep(100);
+      const before = Date.now();
+      const d = await limiter.take(scope, policy); // answered by that refill
+      proxy.mode = 'pass';
+      const end = Number(await admin.client.sendCommand(['PEXPIRETIME', key]));
+      assert.equal(d.allowed, true);
+      assert.ok(before + d.resetMs <= end + 2, `resetMs ends ${before + d.resetMs - end} ms late`);
+      await limiter.close();
+    } finally {
+      await proxy.close();
     }
   });
 
