@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fixedWindow, InvalidInputError, MemoryStore, RateLimiter } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 import { startRedisServer } from '../../src/demo/redis-server.js';
-import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
+import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 
@@ -28,6 +28,26 @@ async function scriptCalls(): Promise<number> {
 
 async function counter(key: string): Promise<number> {
   return Number((await (await redis.admin()).client.get(key)) ?? 0);
+}
+
+/** A prefetching fixed window and a fresh scope under it: the policy, the scope, its key. */
+function hotScope(limiter: RateLimiter, limit: number, windowMs: number, maxUnits: number) {
+  const policy = fixedWindow({ limit, windowMs, prefetch: { maxUnits } });
+  const scope = { tenant: randomTenant(), route };
+  return { policy, scope, key: limiter.keyOf(scope, policy) };
+}
+
+/** Runs `body` with a limiter whose connection goes through a TCP proxy (to delay replies). */
+async function throughProxy(
+  body: (limiter: RateLimiter, proxy: TcpProxy) => Promise<void>,
+): Promise<void> {
+  const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+  try {
+    const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
+    await body(new RateLimiter({ client, timeoutMs: 2_000 }), proxy);
+  } finally {
+    await proxy.close();
+  }
 }
 
 describe('prefetch', () => {
@@ -78,9 +98,7 @@ describe('prefetch', () => {
     const client = await redis.client();
     const events: { outcome: string; cached: boolean }[] = [];
     const limiter = new RateLimiter({ client, onDecision: (event) => events.push(event) });
-    const policy = fixedWindow({ limit: 1_000, windowMs: 60_000, prefetch: { maxUnits: 64 } });
-    const scope = { tenant: randomTenant(), route };
-    const key = limiter.keyOf(scope, policy);
+    const { policy, scope, key } = hotScope(limiter, 1_000, 60_000, 64);
     const first = await limiter.take(scope, policy);
     assert.equal(first.allowed, true);
     // The take, then min(64, ⌊999 / 8⌋) more: consumed at once.
@@ -112,9 +130,7 @@ describe('prefetch', () => {
     const client = await redis.client();
     const events: { cached: boolean }[] = [];
     const limiter = new RateLimiter({ client, onDecision: (event) => events.push(event) });
-    const policy = fixedWindow({ limit: 100_000, windowMs: 60_000, prefetch: { maxUnits: 64 } });
-    const scope = { tenant: randomTenant(), route };
-    const key = limiter.keyOf(scope, policy);
+    const { policy, scope, key } = hotScope(limiter, 100_000, 60_000, 64);
     await limiter.take(scope, policy); // 1 + 64
     for (let i = 0; i < 32; i++) await limiter.take(scope, policy);
     // 32 units left: the refill asks 64 - 32 - 1 = 31 more, and its own take of 1.
@@ -162,9 +178,7 @@ describe('prefetch', () => {
 
   it('a replica never holds more than maxUnits: a burst that uses a grant up to its last unit', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
-    const policy = fixedWindow({ limit: 100_000, windowMs: 60_000, prefetch: { maxUnits: 64 } });
-    const scope = { tenant: randomTenant(), route };
-    const key = limiter.keyOf(scope, policy);
+    const { policy, scope, key } = hotScope(limiter, 100_000, 60_000, 64);
     // One grant call for the first take; the other 63 are admitted from its 64 units.
     await Promise.all(Array.from({ length: 64 }, () => limiter.take(scope, policy)));
     // This take uses the last unit and refills ahead, with no take waiting on the refill.
@@ -178,13 +192,8 @@ describe('prefetch', () => {
 
   it('reset while a refill is in flight: its grant goes with the deleted window', async () => {
     const admin = await redis.admin();
-    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
-    try {
-      const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
-      const limiter = new RateLimiter({ client, timeoutMs: 2_000 });
-      const policy = fixedWindow({ limit: 100, windowMs: 60_000, prefetch: { maxUnits: 64 } });
-      const scope = { tenant: randomTenant(), route };
-      const key = limiter.keyOf(scope, policy);
+    await throughProxy(async (limiter, proxy) => {
+      const { policy, scope, key } = hotScope(limiter, 100, 60_000, 64);
       await limiter.take(scope, policy); // 1 + ⌊99 / 8⌋ = 13
       proxy.delayMs = 100;
       proxy.mode = 'delay';
@@ -201,20 +210,13 @@ describe('prefetch', () => {
       assert.equal(admitted, 100, 'the window after the reset admits its limit, no more');
       await limiter.close();
       assert.equal(Number(await admin.client.get(key)), 100);
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   it('a take that waits for a refill sent before it came: resetMs ends no later than the window', async () => {
     const admin = await redis.admin();
-    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
-    try {
-      const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
-      const limiter = new RateLimiter({ client, timeoutMs: 2_000 });
-      const policy = fixedWindow({ limit: 100_000, windowMs: 3_000, prefetch: { maxUnits: 64 } });
-      const scope = { tenant: randomTenant(), route };
-      const key = limiter.keyOf(scope, policy);
+    await throughProxy(async (limiter, proxy) => {
+      const { policy, scope, key } = hotScope(limiter, 100_000, 3_000, 64);
       await limiter.take(scope, policy); // 1 + 64
       proxy.delayMs = 150;
       proxy.mode = 'delay';
@@ -227,16 +229,12 @@ describe('prefetch', () => {
       assert.equal(d.allowed, true);
       assert.ok(before + d.resetMs <= end + 2, `resetMs ends ${before + d.resetMs - end} ms late`);
       await limiter.close();
-    } finally {
-      await proxy.close();
-    }
+    });
   });
 
   it('the grant shrinks near the limit and cost > 1 bypasses it', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
-    const policy = fixedWindow({ limit: 20, windowMs: 60_000, prefetch: { maxUnits: 64 } });
-    const scope = { tenant: randomTenant(), route };
-    const key = limiter.keyOf(scope, policy);
+    const { policy, scope, key } = hotScope(limiter, 20, 60_000, 64);
     await limiter.take(scope, policy); // 1 + ⌊19 / 8⌋ = 3
     assert.equal(await counter(key), 3);
     const big = await limiter.take(scope, policy, { cost: 5 });
@@ -256,9 +254,7 @@ describe('prefetch', () => {
 
   it('at the end of a window the grant goes back into it, and the next window grants afresh', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
-    const policy = fixedWindow({ limit: 1_000, windowMs: 400, prefetch: { maxUnits: 32 } });
-    const scope = { tenant: randomTenant(), route };
-    const key = limiter.keyOf(scope, policy);
+    const { policy, scope, key } = hotScope(limiter, 1_000, 400, 32);
     await limiter.take(scope, policy);
     assert.equal(await counter(key), 33);
     await sleep(400 - 20 + 10); // past the give-back, before the window ends
@@ -275,9 +271,7 @@ describe('prefetch', () => {
 
   it('keeps no key beyond the horizon', async () => {
     const limiter = new RateLimiter({ client: await redis.client() });
-    const policy = fixedWindow({ limit: 100, windowMs: 300, prefetch: { maxUnits: 16 } });
-    const scope = { tenant: randomTenant(), route };
-    const key = limiter.keyOf(scope, policy);
+    const { policy, scope, key } = hotScope(limiter, 100, 300, 16);
     const admin = await redis.admin();
     await Promise.all(Array.from({ length: 30 }, () => limiter.take(scope, policy)));
     assert.ok((await counter(key)) > 30); // grants held
