@@ -129,7 +129,11 @@ describe('prefetch', () => {
   it('a grant half used is refilled ahead: takes do not wait for it, and no more than maxUnits is held', async () => {
     const client = await redis.client();
     const events: { cached: boolean }[] = [];
-    const limiter = new RateLimiter({ client, onDecision: (event) => events.push(event) });
+    const limiter = new RateLimiter({
+      client,
+      timeoutMs: 2_000,
+      onDecision: (event) => events.push(event),
+    });
     const { policy, scope, key } = hotScope(limiter, 100_000, 60_000, 64);
     await limiter.take(scope, policy); // 1 + 64
     for (let i = 0; i < 32; i++) await limiter.take(scope, policy);
@@ -177,7 +181,7 @@ describe('prefetch', () => {
   });
 
   it('a replica never holds more than maxUnits: a burst that uses a grant up to its last unit', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2_000 });
     const { policy, scope, key } = hotScope(limiter, 100_000, 60_000, 64);
     // One grant call for the first take; the other 63 are admitted from its 64 units.
     await Promise.all(Array.from({ length: 64 }, () => limiter.take(scope, policy)));
