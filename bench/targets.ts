@@ -129,7 +129,7 @@ const WHY = {
     '0.002 script calls per decision at maxUnits 1,024, and about 0.5 µs of Node CPU per take ' +
     '(validating the scope, the promise) plus the bench loop, on one core. A process is served by ' +
     'at most maxUnits + 1 units per round trip of a grant call, so a smaller maxUnits for 256 ' +
-    'takes in flight gains less (the sweep in bench/prefetch/RESULTS.md: 3.3× at 64, 6.5× at 256). ' +
+    'takes in flight gains less (the sweep in bench/prefetch/RESULTS.md: 2.9× at 64, 5.9× at 256). ' +
     'Without prefetch the same scope is already coalesced (about 40 takes per script call).',
 } as const;
 
