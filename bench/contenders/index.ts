@@ -16,6 +16,7 @@ const loaders: Record<string, () => Promise<Contender>> = {
   'rate-limiter-flexible-3': async () =>
     (await import('./rate-limiter-flexible.js')).stackedContender,
   'sluice-node-redis': async () => (await import('./sluice.js')).nodeRedisContender,
+  'sluice-node-redis-shared': async () => (await import('./sluice.js')).nodeRedisSharedContender,
   'sluice-ioredis': async () => (await import('./sluice.js')).ioredisContender,
   'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,
   'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
@@ -34,12 +35,12 @@ for (const name of [
 
 export const contenderNames = Object.keys(loaders);
 /**
- * The policy variants, `sluice-take3` and `sluice-metrics` are opt-in
+ * The policy variants, `sluice-take3`, `sluice-metrics` and `sluice-node-redis-shared` are opt-in
  * (`--contenders sluice,sluice-gcra,…`): a full run stays within about ten minutes.
  * `sluice-takeall3` runs by default: a target compares it with `sluice`.
  */
 export const defaultContenderNames = contenderNames.filter(
-  (name) => !/^sluice-(sliding|token|gcra|take3$|metrics$)/.test(name),
+  (name) => !/^sluice-(sliding|token|gcra|take3$|metrics$|node-redis-shared$)/.test(name),
 );
 
 export function loadContender(name: string): Promise<Contender> {

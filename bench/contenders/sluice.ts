@@ -58,20 +58,22 @@ export const contender = sluiceContender(
 /**
  * sluice on the application's own clients, as the client table of the README allows: a
  * node-redis v6 `createClient({ disableOfflineQueue: true })` and an ioredis `Redis` with
- * `IOREDIS_OPTIONS`, each given to `RateLimiter` as is (no script connection).
+ * `IOREDIS_OPTIONS`, each given to `RateLimiter` as is (on the node-redis client, the limiter
+ * opens its script connection beside it; `sluice-node-redis-shared`, opt-in, turns that off).
  */
 /** sluice with default options and fixedWindow on a client the application made itself. */
 function ownClientContender(
   name: string,
   description: string,
   connect: (url: string) => Promise<{ client: AcceptedClient; close(): Promise<void> }>,
+  options: Pick<RateLimiterOptions, 'scriptConnection'> = {},
 ): Contender {
   return {
     name,
     description,
     async setup(url, { limit, windowMs }) {
       const { client, close } = await connect(url);
-      const limiter = new RateLimiter({ client });
+      const limiter = new RateLimiter({ client, ...options });
       const policy = fixedWindow({ limit, windowMs });
       return {
         take: (tenant) => limiter.take({ tenant, route: ROUTE }, policy).then((d) => d.allowed),
@@ -81,16 +83,25 @@ function ownClientContender(
   };
 }
 
+async function ownNodeRedis(url: string) {
+  const { createClient } = await import('redis');
+  const client = createClient({ url, disableOfflineQueue: true });
+  client.on('error', () => {}); // failures surface as rejected calls
+  await client.connect();
+  return { client, close: () => client.close() };
+}
+
 export const nodeRedisContender = ownClientContender(
   'sluice-node-redis',
-  "as sluice, on the user's own node-redis v6 client (createClient)",
-  async (url) => {
-    const { createClient } = await import('redis');
-    const client = createClient({ url, disableOfflineQueue: true });
-    client.on('error', () => {}); // failures surface as rejected calls
-    await client.connect();
-    return { client, close: () => client.close() };
-  },
+  "as sluice, on the user's own node-redis v6 client (createClient; the limiter's script connection beside it)",
+  ownNodeRedis,
+);
+
+export const nodeRedisSharedContender = ownClientContender(
+  'sluice-node-redis-shared',
+  "as sluice-node-redis, with scriptConnection: false (every script on the user's client)",
+  ownNodeRedis,
+  { scriptConnection: false },
 );
 
 export const ioredisContender = ownClientContender(

@@ -7,7 +7,7 @@
  * | client | recognised by | store |
  * | --- | --- | --- |
  * | a connection of `connectRedis()` (`sluice/node-redis`) | its `store` | its own |
- * | node-redis `createClient()` (or anything with `sendCommand(args)`) | `sendCommand` | `NodeRedisStore` |
+ * | node-redis `createClient()` (or anything with `sendCommand(args)`) | `sendCommand` | `NodeRedisStore`, with a script connection beside the client (`beside-client.ts`) |
  * | node-redis `createCluster()` | `sendCommand` + `getSlotMaster` | `NodeRedisClusterStore` |
  * | node-redis `createSentinel()` | `sendCommand` + `acquire` + `use` | `NodeRedisSentinelStore` |
  * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore` |
@@ -32,6 +32,7 @@ import {
   type IoRedisLike,
   IoRedisStore,
 } from './ioredis/stores.js';
+import { ScriptConnectionBeside } from './node-redis/beside-client.js';
 import {
   type NodeRedisClientLike,
   type NodeRedisClusterLike,
@@ -115,14 +116,25 @@ export function clientKind(client: unknown): ClientKind | undefined {
 }
 
 /**
- * The store for `client`.
+ * The store for `client`. `scriptConnection` (the limiter's option of that name): for a
+ * node-redis `createClient()`, whether its scripts go over a connection of sluice's own
+ * beside it (default true); undefined for any other client.
  *
  * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted,
  *   and for a client whose offline queue is on (or, for ioredis, whose retries could send a
- *   call twice; for a GLIDE cluster client, whose recovery queue is on), saying what to set.
+ *   call twice; for a GLIDE cluster client, whose recovery queue is on), saying what to set;
+ *   (`options.scriptConnection`) when it is given with another kind of client.
  */
-export function storeFor(client: unknown): ScriptStore {
-  switch (clientKind(client)) {
+export function storeFor(client: unknown, scriptConnection?: boolean): ScriptStore {
+  const kind = clientKind(client);
+  if (scriptConnection !== undefined && kind !== 'node-redis') {
+    throw new InvalidInputError(
+      'options.scriptConnection',
+      'absent unless options.client is a node-redis createClient() client (a connectRedis() connection has fastPath)',
+      scriptConnection,
+    );
+  }
+  switch (kind) {
     case 'sluice':
       return readOption(client, 'store') as ScriptStore;
     case 'ioredis-cluster':
@@ -143,7 +155,10 @@ export function storeFor(client: unknown): ScriptStore {
       return new NodeRedisSentinelStore(client as NodeRedisSentinelLike);
     case 'node-redis':
       checkNoOfflineQueue(readOption(client, 'options'), 'client');
-      return new NodeRedisStore(client as NodeRedisClientLike);
+      return new NodeRedisStore(
+        client as NodeRedisClientLike,
+        scriptConnection === false ? undefined : ScriptConnectionBeside.of(client as object),
+      );
     default:
       throw new InvalidInputError('options.client', ACCEPTED_CLIENTS, client);
   }

@@ -64,13 +64,13 @@ describe('coalescing', () => {
     assert.ok(calls <= 3 * 16, `${calls} script calls for 1200 takes`);
   });
 
-  it("on the application's own node-redis client, a turn's takes go as full batches only", async () => {
+  it("on the application's own node-redis client (scriptConnection: false), a turn's takes go as full batches only", async () => {
     // node-redis writes a turn's commands together (in a setImmediate): batches sent early in
     // the turn would reach Redis no sooner, only as more script calls.
     const client = createClient({ url: redis.server.url, disableOfflineQueue: true });
     await client.connect();
     try {
-      const limiter = new RateLimiter({ client, denialCache: false });
+      const limiter = new RateLimiter({ client, denialCache: false, scriptConnection: false });
       const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
       await Promise.all([1, 2].map(() => limiter.take({ tenant: randomTenant(), route }, policy)));
       const before = await scriptCalls();

@@ -28,7 +28,9 @@ import { type ClientErrors, CommandStore } from '../command-store.js';
 import { nodeRedisFirstConnection } from '../first-connection.js';
 import { HandshakeRefusals } from '../handshake-refusals.js';
 import { errorFromReply } from '../reply-errors.js';
+import { ReplyError } from '../resp/parser.js';
 import { factsFromInfo } from '../server-checks.js';
+import type { ScriptConnectionBeside } from './beside-client.js';
 
 /** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
 export interface NodeRedisClientLike {
@@ -89,10 +91,33 @@ export const NODE_REDIS_ERRORS: ClientErrors = {
   isNoScript: (error) => isErrorReply(error) && error.message.startsWith('NOSCRIPT'),
 };
 
-/** The store of a node-redis v6 client (`createClient()`), or anything with `sendCommand(args)`. */
+/**
+ * How a store that also sends over a script connection of sluice's own fails: that
+ * connection's {@link ReplyError} for an error reply and its own `UnavailableError`s, or
+ * node-redis's failures.
+ */
+export const SCRIPT_CONNECTION_ERRORS: ClientErrors = {
+  toSluiceError: (error) =>
+    error instanceof ReplyError ? errorFromReply(error.message, error) : toSluiceError(error),
+  isNoScript: (error) =>
+    (error instanceof ReplyError && error.message.startsWith('NOSCRIPT')) ||
+    NODE_REDIS_ERRORS.isNoScript(error),
+};
+
+/** Whether `command` is a script call, or the `WAIT` sent right behind one. */
+export function isScriptCommand(command: readonly string[]): boolean {
+  const name = command[0];
+  return name === 'EVALSHA' || name === 'EVAL' || name === 'WAIT';
+}
+
+/**
+ * The store of a node-redis v6 client (`createClient()`), or anything with `sendCommand(args)`.
+ * With `scripts`, the limiter's scripts go over that connection of sluice's own while it is
+ * ready and the client is open, and over the client otherwise (see `beside-client.ts`).
+ */
 export class NodeRedisStore extends CommandStore {
   /** @throws {InvalidInputError} when `client` has no `sendCommand` function. */
-  constructor(client: NodeRedisClientLike) {
+  constructor(client: NodeRedisClientLike, scripts?: ScriptConnectionBeside) {
     if (typeof (client as Partial<NodeRedisClientLike> | null)?.sendCommand !== 'function') {
       throw new InvalidInputError('client', 'a node-redis v6 client (createClient())', client);
     }
@@ -103,6 +128,8 @@ export class NodeRedisStore extends CommandStore {
     });
     super(
       (command) => {
+        const beside = scripts?.ready;
+        if (beside !== undefined && isScriptCommand(command)) return beside.call(command);
         const reply = client.sendCommand(command);
         return typeof (reply as Partial<Promise<unknown>> | undefined)?.then === 'function'
           ? reply.then((answer) => {
@@ -113,20 +140,24 @@ export class NodeRedisStore extends CommandStore {
       },
       {
         toSluiceError: (error) => {
-          const mapped = toSluiceError(error);
+          const mapped = SCRIPT_CONNECTION_ERRORS.toSluiceError(error);
           return (mapped instanceof UnavailableError && refusals.behind()) || mapped;
         },
-        isNoScript: NODE_REDIS_ERRORS.isNoScript,
+        isNoScript: SCRIPT_CONNECTION_ERRORS.isNoScript,
       },
       'sendCommand returned no promise: use a node-redis v6 client, not .legacy()',
     );
     this.#client = client;
+    this.writesPerTurn = scripts === undefined;
   }
 
   readonly #client: NodeRedisClientLike;
 
-  /** node-redis writes a turn's commands together, in a `setImmediate`. */
-  readonly writesPerTurn = true;
+  /**
+   * node-redis writes a turn's commands together, in a `setImmediate`; with a script
+   * connection beside it, the scripts are written as they are made.
+   */
+  readonly writesPerTurn: boolean;
 
   /** See `ScriptStore.firstConnection`. */
   firstConnection(): Promise<void> | undefined {
