@@ -7,7 +7,12 @@
  * Request. KEYS: every item's key, in order. ARGV: for each request, its operation (`t`
  * take, all or nothing; `p` peek; `r` reset), its item count n, then for each item its
  * algorithm's batch id (0 for a reset), its argument count, then its arguments. A take with an
- * id (`i`, see `batch.lua`) adds its record as a last item.
+ * id (`i`, see `batch.lua`) adds its record as a last item. A run of consecutive lone takes
+ * (`t`, one item) of one algorithm with the same arguments — one policy, one cost: most of a
+ * busy batch — goes as one `u` entry: `u`, the run's length m, then the batch id, the argument
+ * count and the arguments, once; its m keys in KEYS. Each take of a run is still a request of
+ * its own (decided, failed and answered alone): the run only saves sending, and Redis parsing,
+ * the same arguments m times (the reply has its four slots per take, as without the run).
  *
  * Reply: one flat array. For each item, {@link REPLY_SLOTS} integers — the algorithm's reply
  * `{ allowed, remaining, resetMs, retryAfterMs }`, or `{ -1, k, 0, 0 }` when its request
@@ -26,6 +31,12 @@ import type { Decision } from '../types.js';
  * replied `{ claimed ? 1 : 0, 0, 0, 0 }` (see `limiter/serve-claim.ts`).
  */
 export type BatchOp = 't' | 'p' | 'r' | 'i' | 'k' | 's' | 'f' | 'g' | 'm' | 'w' | 'y' | 'c';
+
+/** A run of lone takes on the wire (see the module's doc); read back as takes (`t`). */
+const RUN = 'u';
+
+/** Shortest run of lone takes sent as one `u` entry (one take alone costs the same either way). */
+const MIN_RUN = 2;
 
 /** Integers per item in a reply. */
 export const REPLY_SLOTS = 4;
@@ -58,6 +69,60 @@ export function writeRequest(keys: string[], argv: string[], request: WireReques
   }
 }
 
+/** True when two items' arguments are the same strings (most often the very same array). */
+function sameArgs(a: readonly string[], b: readonly string[]): boolean {
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** The item of `request` when it is a lone take (`t`, one item), which a run may hold. */
+function loneTake(request: WireRequest): WireItem | undefined {
+  return request.op === 't' && request.size === 1 ? request.item(0) : undefined;
+}
+
+/**
+ * Appends `requests`, in order, to a batch's KEYS and ARGV: each as {@link writeRequest}
+ * writes it, except runs of consecutive lone takes of one algorithm with the same arguments,
+ * each written as one `u` entry.
+ */
+export function writeRequests(
+  keys: string[],
+  argv: string[],
+  requests: readonly WireRequest[],
+): void {
+  const total = requests.length;
+  let i = 0;
+  while (i < total) {
+    const request = requests[i] as WireRequest;
+    const first = loneTake(request);
+    let end = i + 1;
+    if (first !== undefined) {
+      while (end < total) {
+        const next = loneTake(requests[end] as WireRequest);
+        if (
+          next === undefined ||
+          next.batchId !== first.batchId ||
+          !sameArgs(next.args, first.args)
+        )
+          break;
+        end++;
+      }
+    }
+    if (first === undefined || end - i < MIN_RUN) {
+      writeRequest(keys, argv, request);
+      i++;
+      continue;
+    }
+    argv.push(RUN, String(end - i), String(first.batchId), String(first.args.length));
+    for (const arg of first.args) argv.push(arg);
+    keys.push(first.key);
+    for (let r = i + 1; r < end; r++) keys.push((requests[r] as WireRequest).item(0).key);
+    i = end;
+  }
+}
+
 /** One item as a store reads it. */
 export interface ReadItem {
   readonly key: string;
@@ -71,15 +136,29 @@ export interface ReadRequest {
   readonly items: readonly ReadItem[];
 }
 
-/** The requests of a batch, in order (the inverse of {@link writeRequest}). */
+/**
+ * The requests of a batch, in order (the inverse of {@link writeRequests}): a run of lone
+ * takes is read back as its takes.
+ */
 export function readRequests(keys: readonly string[], argv: readonly string[]): ReadRequest[] {
   const requests: ReadRequest[] = [];
   let a = 0;
   let k = 0;
   while (a < argv.length) {
-    const op = argv[a] as BatchOp;
+    const op = argv[a] as BatchOp | typeof RUN;
     const n = Number(argv[a + 1]);
     a += 2;
+    if (op === RUN) {
+      const batchId = Number(argv[a]);
+      const count = Number(argv[a + 1]);
+      const args = argv.slice(a + 2, a + 2 + count);
+      a += 2 + count;
+      for (let j = 0; j < n; j++) {
+        requests.push({ op: 't', items: [{ key: keys[k + j] as string, batchId, args }] });
+      }
+      k += n;
+      continue;
+    }
     const items: ReadItem[] = [];
     for (let j = 0; j < n; j++) {
       const count = Number(argv[a + 1]);

@@ -27,12 +27,15 @@
 --      admitted, its slots recorded, in this same call (a refusal is not recorded). The
 --      record's own reply: { 1 when replayed, 2 when the id was another request's, else 0,
 --      0, 0, 0 }.
+--   u  a run of n lone takes (t, one item each) of one algorithm with the same arguments (one
+--      policy, one cost), its n keys in KEYS and its algorithm id, argument count and
+--      arguments in ARGV once: each take decided, failed and answered as a request of its own.
 --   k, s, f, g, m  reserve, settle, refund, charge, reserve all (see settle/priced.lua).
 --   w, y  prefetch grant and give-back (see settle/prefetch.lua, inserted below).
 --
 -- KEYS     every item's key, in order
 -- ARGV     for each request: op, n (its item count), then for each item: algorithm id (0 for
---          a reset), argument count, then the arguments
+--          a reset), argument count, then the arguments (a run, u: once for its n items)
 --
 -- Returns one flat array (one RESP array for the whole batch, cheap to decode): for each
 -- item, four integers — the algorithm's reply { allowed, remaining, resetMs, retryAfterMs },
@@ -166,6 +169,14 @@ while a <= argc do
       for _ = 1, n do emit(0, 0, 0, 0) end
     else
       for j = 1, 8 * n, 8 do emit(replay[j], replay[j + 1], replay[j + 2], replay[j + 3]) end
+    end
+  elseif op == 'u' then
+    -- A run of lone takes: the same arguments (ARGV[base] their count) for each of its keys.
+    local id, base, count = tonumber(ARGV[a]), a + 1, tonumber(ARGV[a + 1])
+    a = a + 2 + count
+    for i = first, k do
+      local ok, r = decide(i, id, base, false, false, count)
+      if ok then emit(r[1], r[2], r[3], r[4]) else failed(1, r) end
     end
   elseif n == 1 then
     -- One item (most requests), read in place. ARGV[base] is its argument count.

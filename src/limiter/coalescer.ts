@@ -17,7 +17,7 @@ import {
   REPLY_SLOTS,
   requestError,
   type WireRequest,
-  writeRequest,
+  writeRequests,
 } from '../algorithms/batch-wire.js';
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
@@ -343,7 +343,7 @@ export class Coalescer {
     }
     const keys: string[] = [];
     const argv: string[] = [];
-    for (const request of requests) writeRequest(keys, argv, request);
+    writeRequests(keys, argv, requests);
     // Peeks write nothing: no replica to wait for.
     const acks = requests.every((r) => r.op === 'p') ? undefined : this.#acks;
     run(this.#store, batchScript, keys, argv, acks).then(

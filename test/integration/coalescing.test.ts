@@ -84,65 +84,72 @@ describe('coalescing', () => {
     }
   });
 
-  it('mixed policies, versions and costs in one batch decide as the same takes one by one', async () => {
-    const batched = new RateLimiter({ client: await redis.client(), denialCache: false });
-    const single = new RateLimiter({
-      client: await redis.client(),
-      maxBatchSize: 1,
-      denialCache: false,
+  // Interleaved, every take is its own batch entry; in runs (one policy and cost four takes
+  // in a row), the takes of a run share one entry of the wire format (`u`, batch-wire.ts).
+  for (const [order, at] of [
+    ['interleaved', (i: number) => i],
+    ['in runs of four', (i: number) => Math.floor(i / 4)],
+  ] as const) {
+    it(`mixed policies, versions and costs in one batch (${order}) decide as the same takes one by one`, async () => {
+      const batched = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const single = new RateLimiter({
+        client: await redis.client(),
+        maxBatchSize: 1,
+        denialCache: false,
+      });
+      const policies = [
+        fixedWindow({ limit: 3, windowMs: 60_000 }),
+        fixedWindow({ limit: 5, windowMs: 60_000, version: 2 }),
+        fixedWindow({ limit: 1, windowMs: 30_000, version: 'x' }),
+        tokenBucket({ capacity: 4, refillTokens: 1, refillIntervalMs: 60_000 }),
+        slidingWindowLog({ limit: 4, windowMs: 60_000 }),
+        slidingWindowCounter({ limit: 4, windowMs: 600_000 }),
+        gcra({ limit: 4, periodMs: 60_000 }),
+      ];
+      const plan = Array.from({ length: 140 }, (_, i) => ({
+        tenant: `mix-${i % 4}`,
+        policy: policies[at(i) % policies.length] as (typeof policies)[number],
+        cost: 1 + (at(i) % 2),
+      }));
+      const saltA = randomTenant();
+      const saltB = randomTenant();
+      const started = performance.now();
+      const a = await Promise.all(
+        plan.map((p) =>
+          batched.take({ tenant: saltA + p.tenant, route }, p.policy, { cost: p.cost }),
+        ),
+      );
+      const b: Decision[] = [];
+      for (const p of plan)
+        b.push(await single.take({ tenant: saltB + p.tenant, route }, p.policy, { cost: p.cost }));
+      const shape = (d: Decision) => [
+        d.allowed,
+        d.remaining,
+        d.limit,
+        d.retryAfterMs === Number.POSITIVE_INFINITY,
+      ];
+      assert.deepEqual(a.map(shape), b.map(shape));
+      // The times are read on Redis's real clock (the fixed window's TTL, the others' TIME),
+      // and both runs move on it: a's and b's decision on item i are at most the two runs'
+      // span apart (+1 ms for each side's rounding).
+      const slack = Math.ceil(performance.now() - started) + 2;
+      const near = (x: number, y: number) =>
+        Number.isFinite(x) || Number.isFinite(y) ? Math.abs(x - y) <= slack : x === y;
+      a.forEach((x, i) => {
+        const y = b[i] as Decision;
+        const what = `item ${i} (${plan[i]?.policy.algorithm}, cost ${plan[i]?.cost}): batched ${JSON.stringify(x)} vs one by one ${JSON.stringify(y)}, slack ${slack} ms`;
+        assert.ok(near(x.resetMs, y.resetMs), `resetMs of ${what}`);
+        if (x.allowed) assert.equal(x.retryAfterMs, y.retryAfterMs, `retryAfterMs of ${what}`);
+        else
+          assert.ok(
+            x.retryAfterMs > 0 && near(x.retryAfterMs, y.retryAfterMs),
+            `retryAfterMs of ${what}`,
+          );
+      });
     });
-    const policies = [
-      fixedWindow({ limit: 3, windowMs: 60_000 }),
-      fixedWindow({ limit: 5, windowMs: 60_000, version: 2 }),
-      fixedWindow({ limit: 1, windowMs: 30_000, version: 'x' }),
-      tokenBucket({ capacity: 4, refillTokens: 1, refillIntervalMs: 60_000 }),
-      slidingWindowLog({ limit: 4, windowMs: 60_000 }),
-      slidingWindowCounter({ limit: 4, windowMs: 600_000 }),
-      gcra({ limit: 4, periodMs: 60_000 }),
-    ];
-    const plan = Array.from({ length: 140 }, (_, i) => ({
-      tenant: `mix-${i % 4}`,
-      policy: policies[i % policies.length] as (typeof policies)[number],
-      cost: 1 + (i % 2),
-    }));
-    const saltA = randomTenant();
-    const saltB = randomTenant();
-    const started = performance.now();
-    const a = await Promise.all(
-      plan.map((p) =>
-        batched.take({ tenant: saltA + p.tenant, route }, p.policy, { cost: p.cost }),
-      ),
-    );
-    const b: Decision[] = [];
-    for (const p of plan)
-      b.push(await single.take({ tenant: saltB + p.tenant, route }, p.policy, { cost: p.cost }));
-    const shape = (d: Decision) => [
-      d.allowed,
-      d.remaining,
-      d.limit,
-      d.retryAfterMs === Number.POSITIVE_INFINITY,
-    ];
-    assert.deepEqual(a.map(shape), b.map(shape));
-    // The times are read on Redis's real clock (the fixed window's TTL, the others' TIME),
-    // and both runs move on it: a's and b's decision on item i are at most the two runs'
-    // span apart (+1 ms for each side's rounding).
-    const slack = Math.ceil(performance.now() - started) + 2;
-    const near = (x: number, y: number) =>
-      Number.isFinite(x) || Number.isFinite(y) ? Math.abs(x - y) <= slack : x === y;
-    a.forEach((x, i) => {
-      const y = b[i] as Decision;
-      const what = `item ${i} (${plan[i]?.policy.algorithm}, cost ${plan[i]?.cost}): batched ${JSON.stringify(x)} vs one by one ${JSON.stringify(y)}, slack ${slack} ms`;
-      assert.ok(near(x.resetMs, y.resetMs), `resetMs of ${what}`);
-      if (x.allowed) assert.equal(x.retryAfterMs, y.retryAfterMs, `retryAfterMs of ${what}`);
-      else
-        assert.ok(
-          x.retryAfterMs > 0 && near(x.retryAfterMs, y.retryAfterMs),
-          `retryAfterMs of ${what}`,
-        );
-    });
-  });
+  }
 
-  it('one failing item (a key of the wrong type) fails alone; its batch neighbours are decided', async () => {
+  it('one failing item (a key of the wrong type) fails alone, also in the middle of a run; its batch neighbours are decided', async () => {
     const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
     const admin = await redis.admin();
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
