@@ -85,7 +85,7 @@ function loneTake(request: WireRequest): WireItem | undefined {
 /**
  * Appends `requests`, in order, to a batch's KEYS and ARGV: each as {@link writeRequest}
  * writes it, except runs of consecutive lone takes of one algorithm with the same arguments,
- * each written as one `u` entry.
+ * each written as one `u` entry. Reads each request's items once.
  */
 export function writeRequests(
   keys: string[],
@@ -93,32 +93,33 @@ export function writeRequests(
   requests: readonly WireRequest[],
 ): void {
   const total = requests.length;
+  /** The lone take of `requests[i]`, when the scan for the run before it read it already. */
+  let read: WireItem | undefined;
   let i = 0;
   while (i < total) {
     const request = requests[i] as WireRequest;
-    const first = loneTake(request);
-    let end = i + 1;
-    if (first !== undefined) {
-      while (end < total) {
-        const next = loneTake(requests[end] as WireRequest);
-        if (
-          next === undefined ||
-          next.batchId !== first.batchId ||
-          !sameArgs(next.args, first.args)
-        )
-          break;
-        end++;
-      }
-    }
-    if (first === undefined || end - i < MIN_RUN) {
+    const first = read ?? loneTake(request);
+    read = undefined;
+    if (first === undefined) {
       writeRequest(keys, argv, request);
       i++;
       continue;
     }
-    argv.push(RUN, String(end - i), String(first.batchId), String(first.args.length));
-    for (const arg of first.args) argv.push(arg);
     keys.push(first.key);
-    for (let r = i + 1; r < end; r++) keys.push((requests[r] as WireRequest).item(0).key);
+    let end = i + 1;
+    while (end < total) {
+      const next = loneTake(requests[end] as WireRequest);
+      if (next === undefined) break;
+      if (next.batchId !== first.batchId || !sameArgs(next.args, first.args)) {
+        read = next;
+        break;
+      }
+      keys.push(next.key);
+      end++;
+    }
+    argv.push(end - i < MIN_RUN ? 't' : RUN, String(end - i), String(first.batchId));
+    argv.push(String(first.args.length));
+    for (const arg of first.args) argv.push(arg);
     i = end;
   }
 }

@@ -43,20 +43,26 @@ describe('concurrency across 3 processes', () => {
 
   it('a holder killed with SIGKILL frees its slot within leaseMs', async () => {
     const tenant = randomTenant();
+    // Connected first: a slow connect on a loaded machine must not eat the lease's time.
+    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
     const child = spawn(process.execPath, nodeScript(fixture), {
       env: { ...process.env, REDIS_URL: redis.server.url },
       stdio: ['pipe', 'pipe', 'inherit'],
     });
+    let askedAt: number;
     try {
       const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      askedAt = performance.now();
       child.stdin.write(`${tenant} hold\n`);
       assert.equal((await lines.next()).value, 'held');
     } finally {
       child.kill('SIGKILL');
     }
     const killedAt = performance.now();
-    const limiter = new RateLimiter({ client: await redis.client(), timeoutMs: 2000 });
-    assert.equal((await limiter.acquire({ tenant }, HOLD_POLICY)).allowed, false);
+    const refused = await limiter.acquire({ tenant }, HOLD_POLICY);
+    // The lease was granted after it was asked for: an answer within leaseMs of the ask was
+    // decided while it held (on a loaded machine the answer may come later, when it need not).
+    if (performance.now() - askedAt < HOLD_POLICY.leaseMs) assert.equal(refused.allowed, false);
     const lease = await limiter.wait({ tenant }, HOLD_POLICY, { maxWaitMs: 2000 });
     const waitedMs = performance.now() - killedAt;
     assert.ok(lease.allowed, 'the slot came free');
