@@ -18,6 +18,7 @@ const loaders: Record<string, () => Promise<Contender>> = {
   'sluice-node-redis': async () => (await import('./sluice.js')).nodeRedisContender,
   'sluice-node-redis-shared': async () => (await import('./sluice.js')).nodeRedisSharedContender,
   'sluice-ioredis': async () => (await import('./sluice.js')).ioredisContender,
+  'sluice-ioredis-shared': async () => (await import('./sluice.js')).ioredisSharedContender,
   'sluice-uncached': async () => (await import('./sluice.js')).uncachedContender,
   'sluice-nodeadline': async () => (await import('./sluice.js')).noDeadlineContender,
   'sluice-takeall3': async () => (await import('./sluice.js')).takeAll3Contender,
@@ -35,12 +36,12 @@ for (const name of [
 
 export const contenderNames = Object.keys(loaders);
 /**
- * The policy variants, `sluice-take3`, `sluice-metrics` and `sluice-node-redis-shared` are opt-in
+ * The policy variants, `sluice-take3`, `sluice-metrics` and the `-shared` own clients are opt-in
  * (`--contenders sluice,sluice-gcra,…`): a full run stays within about ten minutes.
  * `sluice-takeall3` runs by default: a target compares it with `sluice`.
  */
 export const defaultContenderNames = contenderNames.filter(
-  (name) => !/^sluice-(sliding|token|gcra|take3$|metrics$|node-redis-shared$)/.test(name),
+  (name) => !/^sluice-(sliding|token|gcra|take3$|metrics$|.*-shared$)/.test(name),
 );
 
 export function loadContender(name: string): Promise<Contender> {

@@ -58,8 +58,9 @@ export const contender = sluiceContender(
 /**
  * sluice on the application's own clients, as the client table of the README allows: a
  * node-redis v6 `createClient({ disableOfflineQueue: true })` and an ioredis `Redis` with
- * `IOREDIS_OPTIONS`, each given to `RateLimiter` as is (on the node-redis client, the limiter
- * opens its script connection beside it; `sluice-node-redis-shared`, opt-in, turns that off).
+ * `IOREDIS_OPTIONS`, each given to `RateLimiter` as is (on either, the limiter opens its script
+ * connection beside it; `sluice-node-redis-shared` and
+ * `sluice-ioredis-shared`, opt-in, turn that off).
  */
 /** sluice with default options and fixedWindow on a client the application made itself. */
 function ownClientContender(
@@ -104,22 +105,31 @@ export const nodeRedisSharedContender = ownClientContender(
   { scriptConnection: false },
 );
 
+async function ownIoRedis(url: string) {
+  const { Redis } = await import('ioredis');
+  const { IOREDIS_OPTIONS } = await import('../../src/redis/ioredis/stores.js');
+  const client = new Redis(url, { ...IOREDIS_OPTIONS, lazyConnect: true });
+  client.on('error', () => {}); // failures surface as rejected calls
+  await client.connect();
+  return {
+    client,
+    async close() {
+      await client.quit();
+    },
+  };
+}
+
 export const ioredisContender = ownClientContender(
   'sluice-ioredis',
-  "as sluice, on the user's own ioredis client (new Redis(url, IOREDIS_OPTIONS))",
-  async (url) => {
-    const { Redis } = await import('ioredis');
-    const { IOREDIS_OPTIONS } = await import('../../src/redis/ioredis/stores.js');
-    const client = new Redis(url, { ...IOREDIS_OPTIONS, lazyConnect: true });
-    client.on('error', () => {}); // failures surface as rejected calls
-    await client.connect();
-    return {
-      client,
-      async close() {
-        await client.quit();
-      },
-    };
-  },
+  "as sluice, on the user's own ioredis client (new Redis(url, IOREDIS_OPTIONS); the limiter's script connection beside it)",
+  ownIoRedis,
+);
+
+export const ioredisSharedContender = ownClientContender(
+  'sluice-ioredis-shared',
+  "as sluice-ioredis, with scriptConnection: false (every script on the user's client)",
+  ownIoRedis,
+  { scriptConnection: false },
 );
 
 export const uncachedContender = sluiceContender(

@@ -30,17 +30,18 @@ export interface RateLimiterOptions {
   /** A store to use instead of `client`, e.g. a `MemoryStore`. */
   readonly store?: ScriptStore;
   /**
-   * Only with a node-redis v6 `createClient()` client of your own: whether the limiter's
-   * scripts go over a connection of sluice's own beside it, set up from the client's options
-   * (host or Unix socket, TLS, credentials, database), which writes each script the moment
-   * it is made — node-redis writes a turn's commands together, after the turn, so the
-   * process and Redis would take turns instead of overlapping (about 1.5–2× the decisions/s
-   * at 16 concurrent calls; bench/RESULTS.md). It opens when the client is ready, ends when
-   * the client ends, never keeps the process alive, and while it is down the scripts go over
-   * the client. It is not made when the client's options cannot be copied (a streaming
-   * credentials provider), and it does not follow a `SELECT` sent on the client later (give
-   * the database in the client's options). It counts toward the server's `maxclients`.
-   * Default true; with any other client it is an `InvalidInputError`.
+   * Only with a node-redis v6 `createClient()` or an ioredis (iovalkey) `Redis` of your own:
+   * whether the limiter's scripts go over a connection of sluice's own beside it, set up from
+   * the client's options (host or Unix socket, TLS, credentials, database), which writes each
+   * script the moment it is made. node-redis writes a turn's commands together, after the
+   * turn, so the process and Redis would take turns instead of overlapping; ioredis builds a
+   * `Command` of every argument of every call (bench/PROFILE.md). It opens when the client is
+   * ready, ends when the client ends, is watched for stalls, never keeps the process alive,
+   * and while it is down the scripts go over the client. It is not made when the client's
+   * options cannot be copied exactly (a streaming credentials provider; an ioredis Sentinel
+   * client, custom `Connector` or `keyPrefix`), and it does not follow a `SELECT` sent on the
+   * client later (give the database in the client's options). It counts toward the server's
+   * `maxclients`. Default true; with any other client it is an `InvalidInputError`.
    */
   readonly scriptConnection?: boolean;
   /**

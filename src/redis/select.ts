@@ -10,7 +10,7 @@
  * | node-redis `createClient()` (or anything with `sendCommand(args)`) | `sendCommand` | `NodeRedisStore`, with a script connection beside the client (`beside-client.ts`) |
  * | node-redis `createCluster()` | `sendCommand` + `getSlotMaster` | `NodeRedisClusterStore` |
  * | node-redis `createSentinel()` | `sendCommand` + `acquire` + `use` | `NodeRedisSentinelStore` |
- * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore` |
+ * | ioredis `new Redis()` | `call` + `evalsha` + `isCluster: false` | `IoRedisStore`, with a script connection beside the client |
  * | ioredis `new Redis.Cluster()` | `call` + `evalsha` + `isCluster: true` | `IoRedisClusterStore` |
  * | iovalkey `new Redis()` / `new Cluster()` | as ioredis (a fork of it) | as ioredis |
  * | Valkey GLIDE `GlideClient` | `customCommand` + `invokeScript` | `GlideStore` |
@@ -25,6 +25,8 @@
  */
 import { InvalidInputError } from '../errors.js';
 import type { ScriptStore } from '../stores/store.js';
+import { ScriptConnectionBeside } from './beside-client.js';
+import { IOREDIS_READER } from './ioredis/beside-options.js';
 import {
   checkIoRedisClient,
   type IoRedisClusterLike,
@@ -32,7 +34,7 @@ import {
   type IoRedisLike,
   IoRedisStore,
 } from './ioredis/stores.js';
-import { ScriptConnectionBeside } from './node-redis/beside-client.js';
+import { NODE_REDIS_READER } from './node-redis/beside-options.js';
 import {
   type NodeRedisClientLike,
   type NodeRedisClusterLike,
@@ -117,8 +119,8 @@ export function clientKind(client: unknown): ClientKind | undefined {
 
 /**
  * The store for `client`. `scriptConnection` (the limiter's option of that name): for a
- * node-redis `createClient()`, whether its scripts go over a connection of sluice's own
- * beside it (default true); undefined for any other client.
+ * node-redis `createClient()` or an ioredis `Redis`, whether its scripts go over a
+ * connection of sluice's own beside it (default true); undefined for any other client.
  *
  * @throws {InvalidInputError} (`options.client`) for anything else, naming what is accepted,
  *   and for a client whose offline queue is on (or, for ioredis, whose retries could send a
@@ -127,10 +129,10 @@ export function clientKind(client: unknown): ClientKind | undefined {
  */
 export function storeFor(client: unknown, scriptConnection?: boolean): ScriptStore {
   const kind = clientKind(client);
-  if (scriptConnection !== undefined && kind !== 'node-redis') {
+  if (scriptConnection !== undefined && kind !== 'node-redis' && kind !== 'ioredis') {
     throw new InvalidInputError(
       'options.scriptConnection',
-      'absent unless options.client is a node-redis createClient() client (a connectRedis() connection has fastPath)',
+      'absent unless options.client is a node-redis createClient() or an ioredis (iovalkey) Redis (a connectRedis() connection has fastPath)',
       scriptConnection,
     );
   }
@@ -142,7 +144,12 @@ export function storeFor(client: unknown, scriptConnection?: boolean): ScriptSto
       return new IoRedisClusterStore(client as IoRedisClusterLike);
     case 'ioredis':
       checkIoRedisClient(client, 'options.client');
-      return new IoRedisStore(client as IoRedisLike);
+      return new IoRedisStore(
+        client as IoRedisLike,
+        scriptConnection === false
+          ? undefined
+          : ScriptConnectionBeside.of(client as object, IOREDIS_READER),
+      );
     case 'valkey-glide-cluster':
       checkGlideClient(client, 'options.client');
       return new GlideClusterStore(client as GlideClusterClientLike);
@@ -157,7 +164,9 @@ export function storeFor(client: unknown, scriptConnection?: boolean): ScriptSto
       checkNoOfflineQueue(readOption(client, 'options'), 'client');
       return new NodeRedisStore(
         client as NodeRedisClientLike,
-        scriptConnection === false ? undefined : ScriptConnectionBeside.of(client as object),
+        scriptConnection === false
+          ? undefined
+          : ScriptConnectionBeside.of(client as object, NODE_REDIS_READER),
       );
     default:
       throw new InvalidInputError('options.client', ACCEPTED_CLIENTS, client);

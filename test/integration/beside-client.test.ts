@@ -1,6 +1,6 @@
 /**
  * The script connection beside an application's own node-redis client
- * (`src/redis/node-redis/beside-client.ts`): the limiter's scripts go over a connection of
+ * (`src/redis/beside-client.ts`): the limiter's scripts go over a connection of
  * sluice's own set up from the client's options, written at once, while the client is open;
  * over the client while that connection is down; and it ends with the client.
  */
@@ -8,40 +8,96 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import { createClient, type RedisClientType } from 'redis';
 import { fixedWindow, isSluiceError, RateLimiter } from 'sluice';
+import { IOREDIS_OPTIONS } from 'sluice/ioredis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { type ClientReader, ScriptConnectionBeside } from '../../src/redis/beside-client.js';
+import { IOREDIS_READER, ioredisBesideOptions } from '../../src/redis/ioredis/beside-options.js';
 import {
-  ScriptConnectionBeside,
-  scriptConnectionOptionsOf,
-} from '../../src/redis/node-redis/beside-client.js';
+  NODE_REDIS_READER,
+  nodeRedisBesideOptions,
+} from '../../src/redis/node-redis/beside-options.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor } from '../helpers/within.js';
 
 const redis = useRedis();
 const servers: PrivateRedis[] = [];
-const clients: { isOpen: boolean; destroy(): void }[] = [];
+const closers: (() => void)[] = [];
 after(async () => {
-  for (const client of clients) if (client.isOpen) client.destroy();
+  for (const close of closers) close();
   for (const server of servers) await server.stop();
 });
 const route = 'POST/orders';
 const policy = fixedWindow({ limit: 50, windowMs: 60_000 });
 
-type OwnClient = RedisClientType;
-
-async function ownClient(url: string, extra: Record<string, unknown> = {}): Promise<OwnClient> {
-  const client = createClient({ url, disableOfflineQueue: true, ...extra }) as RedisClientType;
-  client.on('error', () => {});
-  clients.push(client);
-  await client.connect();
-  return client;
+/** An application's own client, of either kind, as these tests drive it. */
+interface OwnClient {
+  readonly client: object;
+  command(args: string[]): Promise<unknown>;
+  /** Closed gracefully by its owner (node-redis `close()`, ioredis `quit()`). */
+  close(): Promise<unknown>;
+  /** Closed at once (node-redis `destroy()`, ioredis `disconnect()`). */
+  destroy(): void;
 }
 
-/** `CLIENT LIST` through `client`, each connection as its fields. */
-async function clientList(client: OwnClient): Promise<Record<string, string>[]> {
-  const text = String(await client.sendCommand(['CLIENT', 'LIST']));
+/** Given `auth`: a user, password and database (given as the client's options). */
+interface Auth {
+  readonly username?: string;
+  readonly password?: string;
+  readonly database?: number;
+}
+
+const KINDS: readonly {
+  readonly name: string;
+  readonly reader: ClientReader;
+  connect(url: string, auth?: Auth): Promise<OwnClient>;
+}[] = [
+  {
+    name: 'node-redis',
+    reader: NODE_REDIS_READER,
+    async connect(url, auth = {}) {
+      const client = createClient({ url, disableOfflineQueue: true, ...auth }) as RedisClientType;
+      client.on('error', () => {});
+      closers.push(() => client.isOpen && client.destroy());
+      await client.connect();
+      return {
+        client,
+        command: (args) => client.sendCommand(args),
+        close: () => client.close(),
+        destroy: () => client.destroy(),
+      };
+    },
+  },
+  {
+    name: 'ioredis',
+    reader: IOREDIS_READER,
+    async connect(url, auth = {}) {
+      const { database, ...rest } = auth;
+      const client = new Redis(url, {
+        ...IOREDIS_OPTIONS,
+        ...rest,
+        ...(database === undefined ? {} : { db: database }),
+        lazyConnect: true,
+      });
+      client.on('error', () => {});
+      closers.push(() => client.disconnect());
+      await client.connect();
+      return {
+        client,
+        command: ([name, ...args]) => client.call(name as string, args),
+        close: () => client.quit(),
+        destroy: () => client.disconnect(),
+      };
+    },
+  },
+];
+
+/** `CLIENT LIST` through `own`, each connection as its fields. */
+async function clientList(own: OwnClient): Promise<Record<string, string>[]> {
+  const text = String(await own.command(['CLIENT', 'LIST']));
   return text
     .trim()
     .split('\n')
@@ -66,12 +122,6 @@ async function until(condition: () => boolean, withinMs: number, what: string): 
   }
 }
 
-function beside(client: OwnClient): ScriptConnectionBeside {
-  const made = ScriptConnectionBeside.of(client);
-  assert.ok(made, 'a script connection beside the client');
-  return made;
-}
-
 function outcome(take: Promise<{ allowed: boolean }>): Promise<string> {
   return take.then(
     (d) => (d.allowed ? 'allowed' : 'limited'),
@@ -79,112 +129,228 @@ function outcome(take: Promise<{ allowed: boolean }>): Promise<string> {
   );
 }
 
-describe('script connection beside an own node-redis client: routing', () => {
-  it('takes go over a connection named sluice, written at once; the client carries the rest; exact under 300 concurrent takes', async () => {
-    const client = await ownClient(redis.server.url);
-    const limiter = new RateLimiter({ client, timeoutMs: 2000 });
-    await until(() => beside(client).ready !== undefined, 2000, 'the connection beside is ready');
-    const tenant = randomTenant();
-    const outcomes = await Promise.all(
-      Array.from({ length: 300 }, () => outcome(limiter.take({ tenant, route }, policy))),
-    );
-    assert.equal(outcomes.filter((o) => o === 'allowed').length, 50);
-    assert.equal(outcomes.filter((o) => o === 'limited').length, 250);
-    const list = await clientList(client);
-    const scripts = list.filter((c) => c.name === 'sluice');
-    assert.equal(scripts.length, 1, JSON.stringify(list));
-    assert.match(scripts[0]?.cmd ?? '', /^eval/);
-    // The application's client sent no script (its last command is this CLIENT LIST).
-    assert.equal(list.filter((c) => /^eval/.test(c.cmd ?? '')).length, 1);
-    // A second limiter on the same client shares the one connection.
-    const second = new RateLimiter({ client });
-    assert.equal((await second.take({ tenant: randomTenant(), route }, policy)).allowed, true);
-    assert.equal((await clientList(client)).filter((c) => c.name === 'sluice').length, 1);
-  });
+for (const kind of KINDS) {
+  /** The connection beside `own`'s client (made by its first limiter). */
+  const beside = (own: OwnClient): ScriptConnectionBeside => {
+    const made = ScriptConnectionBeside.of(own.client, kind.reader);
+    assert.ok(made, 'a script connection beside the client');
+    return made;
+  };
+  const ownClient = kind.connect;
 
-  it('scriptConnection: false keeps every script on the client; with another client it is an InvalidInputError', async () => {
-    const client = await ownClient(redis.server.url);
-    const before = (await clientList(client)).filter((c) => c.name === 'sluice').length;
-    const limiter = new RateLimiter({ client, scriptConnection: false });
-    assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
-    const list = await clientList(client);
-    assert.equal(list.filter((c) => c.name === 'sluice').length, before, JSON.stringify(list));
-    const connection = await redis.client();
-    assert.throws(
-      () => new RateLimiter({ client: connection, scriptConnection: true }),
-      (error: unknown) =>
-        isSluiceError(error) &&
-        error.code === 'SLUICE_INVALID_INPUT' &&
-        (error as { field?: string }).field === 'options.scriptConnection',
-    );
-    assert.throws(
-      () => new RateLimiter({ client, scriptConnection: 'yes' as unknown as boolean }),
-      /options\.scriptConnection/,
-    );
-  });
-});
-
-describe('script connection beside an own node-redis client: setup', () => {
-  it('AUTH (requirepass, an ACL user, credentials in the URL) and the database: the keys land where the client points', async () => {
-    const server = await startRedisServer(['--requirepass', 'sesame']);
-    servers.push(server);
-    const admin = await ownClient(server.url, { password: 'sesame' });
-    await admin.sendCommand(['ACL', 'SETUSER', 'app', 'on', '>apppw', '+@all', '~*']);
-    const cases = [
-      [{ password: 'sesame' }, server.url, 'default', '0'],
-      [{ username: 'app', password: 'apppw', database: 3 }, server.url, 'app', '3'],
-      [{}, `${server.url.replace('redis://', 'redis://app:apppw@')}/5`, 'app', '5'],
-    ] as const;
-    for (const [options, url, user, db] of cases) {
-      const client = await ownClient(url, options);
-      const limiter = new RateLimiter({ client });
-      await until(() => beside(client).ready !== undefined, 2000, `${url}: ready`);
+  describe(`script connection beside an own ${kind.name} client: routing`, () => {
+    it('takes go over a connection named sluice, written at once; the client carries the rest; exact under 300 concurrent takes', async () => {
+      const own = await ownClient(redis.server.url);
+      // The connections of this test: those that were not there before it.
+      const earlier = new Set((await clientList(own)).map((c) => c.id));
+      const fresh = async () => (await clientList(own)).filter((c) => !earlier.has(c.id));
+      const limiter = new RateLimiter({ client: own.client as never, timeoutMs: 2000 });
+      await until(() => beside(own).ready !== undefined, 2000, 'the connection beside is ready');
       const tenant = randomTenant();
-      assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
-      const scripts = (await clientList(admin)).filter((c) => c.name === 'sluice');
-      assert.ok(
-        scripts.some((c) => c.user === user && c.db === db && /^eval/.test(c.cmd ?? '')),
-        `${JSON.stringify(options)}: ${JSON.stringify(scripts)}`,
+      const outcomes = await Promise.all(
+        Array.from({ length: 300 }, () => outcome(limiter.take({ tenant, route }, policy))),
       );
-      await admin.sendCommand(['SELECT', db]);
-      assert.equal(await admin.exists(keyFor(policy, tenant, route)), 1, `the key is in db ${db}`);
-      await admin.sendCommand(['SELECT', '0']);
-      client.destroy();
-    }
+      assert.equal(outcomes.filter((o) => o === 'allowed').length, 50);
+      assert.equal(outcomes.filter((o) => o === 'limited').length, 250);
+      const list = await fresh();
+      const scripts = list.filter((c) => c.name === 'sluice');
+      assert.equal(scripts.length, 1, JSON.stringify(list));
+      assert.match(scripts[0]?.cmd ?? '', /^eval/);
+      // The application's client sent no script: the only connection that did is sluice's.
+      assert.equal(list.filter((c) => /^eval/.test(c.cmd ?? '')).length, 1, JSON.stringify(list));
+      // A second limiter on the same client shares the one connection.
+      const second = new RateLimiter({ client: own.client as never });
+      assert.equal((await second.take({ tenant: randomTenant(), route }, policy)).allowed, true);
+      assert.equal((await fresh()).filter((c) => c.name === 'sluice').length, 1);
+    });
+
+    it('scriptConnection: false keeps every script on the client; with another client it is an InvalidInputError', async () => {
+      const own = await ownClient(redis.server.url);
+      const before = (await clientList(own)).filter((c) => c.name === 'sluice').length;
+      const limiter = new RateLimiter({ client: own.client as never, scriptConnection: false });
+      assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
+      const list = await clientList(own);
+      assert.equal(list.filter((c) => c.name === 'sluice').length, before, JSON.stringify(list));
+      const connection = await redis.client();
+      assert.throws(
+        () => new RateLimiter({ client: connection, scriptConnection: true }),
+        (error: unknown) =>
+          isSluiceError(error) &&
+          error.code === 'SLUICE_INVALID_INPUT' &&
+          (error as { field?: string }).field === 'options.scriptConnection',
+      );
+      assert.throws(
+        () =>
+          new RateLimiter({
+            client: own.client as never,
+            scriptConnection: 'yes' as unknown as boolean,
+          }),
+        /options\.scriptConnection/,
+      );
+    });
   });
 
-  it('options it cannot copy exactly keep the scripts on the client', () => {
-    const strategy = () => 100;
+  describe(`script connection beside an own ${kind.name} client: setup`, () => {
+    it('AUTH (requirepass, an ACL user, credentials in the URL) and the database: the keys land where the client points', async () => {
+      const server = await startRedisServer(['--requirepass', 'sesame']);
+      servers.push(server);
+      const admin = await ownClient(server.url, { password: 'sesame' });
+      await admin.command(['ACL', 'SETUSER', 'app', 'on', '>apppw', '+@all', '~*']);
+      const cases = [
+        [{ password: 'sesame' }, server.url, 'default', '0'],
+        [{ username: 'app', password: 'apppw', database: 3 }, server.url, 'app', '3'],
+        [{}, `${server.url.replace('redis://', 'redis://app:apppw@')}/5`, 'app', '5'],
+      ] as const;
+      for (const [options, url, user, db] of cases) {
+        const own = await ownClient(url, options);
+        const limiter = new RateLimiter({ client: own.client as never });
+        await until(() => beside(own).ready !== undefined, 2000, `${url}: ready`);
+        const tenant = randomTenant();
+        assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
+        const scripts = (await clientList(admin)).filter((c) => c.name === 'sluice');
+        assert.ok(
+          scripts.some((c) => c.user === user && c.db === db && /^eval/.test(c.cmd ?? '')),
+          `${JSON.stringify(options)}: ${JSON.stringify(scripts)}`,
+        );
+        await admin.command(['SELECT', db]);
+        assert.equal(
+          Number(await admin.command(['EXISTS', keyFor(policy, tenant, route)])),
+          1,
+          `the key is in db ${db}`,
+        );
+        await admin.command(['SELECT', '0']);
+        own.destroy();
+      }
+    });
+  });
+
+  describe(`script connection beside an own ${kind.name} client: failures and close`, () => {
+    it('lost and refused again: the scripts go over the client meanwhile, every take decided and exact, and it comes back', async () => {
+      const server = await startRedisServer();
+      servers.push(server);
+      const own = await ownClient(server.url);
+      const limiter = new RateLimiter({ client: own.client as never, timeoutMs: 2000 });
+      const connection = beside(own);
+      await until(() => connection.ready !== undefined, 2000, 'ready');
+      const tenant = randomTenant();
+      const first = await Promise.all(
+        Array.from({ length: 20 }, () => outcome(limiter.take({ tenant, route }, policy))),
+      );
+      assert.deepEqual(new Set(first), new Set(['allowed']));
+      // Kill it, and keep it out: the server takes no connection beyond the client's.
+      const list = await clientList(own);
+      const id = list.find((c) => c.name === 'sluice')?.id;
+      assert.ok(id, JSON.stringify(list));
+      await own.command(['CONFIG', 'SET', 'maxclients', String(list.length - 1)]);
+      await own.command(['CLIENT', 'KILL', 'ID', id]);
+      await until(() => connection.ready === undefined, 2000, 'the loss noticed');
+      const during = await Promise.all(
+        Array.from({ length: 100 }, () => outcome(limiter.take({ tenant, route }, policy))),
+      );
+      assert.equal(during.filter((o) => o === 'allowed').length, 30, JSON.stringify(during));
+      assert.equal(during.filter((o) => o === 'limited').length, 70);
+      assert.ok(
+        (await clientList(own)).every((c) => c.name !== 'sluice'),
+        'decided over the client',
+      );
+      await own.command(['CONFIG', 'SET', 'maxclients', '1000']);
+      await until(() => connection.ready !== undefined, 5000, 'the connection beside is back');
+      const other = randomTenant();
+      assert.equal((await limiter.take({ tenant: other, route }, policy)).allowed, true);
+      assert.match((await clientList(own)).find((c) => c.name === 'sluice')?.cmd ?? '', /^eval/);
+    });
+
+    it('refused by the server (maxclients): a SLUICE_SCRIPT_CONNECTION warning, and the takes go over the client', async () => {
+      const server = await startRedisServer();
+      servers.push(server);
+      const own = await ownClient(server.url);
+      await own.command(['CONFIG', 'SET', 'maxclients', '1']);
+      const warnings: Error[] = [];
+      const listen = (warning: Error & { code?: string }) => {
+        if (warning.code === 'SLUICE_SCRIPT_CONNECTION') warnings.push(warning);
+      };
+      process.on('warning', listen);
+      try {
+        const limiter = new RateLimiter({ client: own.client as never });
+        await until(() => warnings.length > 0, 3000, 'a warning');
+        assert.match(warnings[0]?.message ?? '', /max number of clients/);
+        const tenant = randomTenant();
+        for (let i = 0; i < 5; i++) {
+          assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
+        }
+        assert.equal(beside(own).ready, undefined);
+      } finally {
+        process.off('warning', listen);
+        own.destroy();
+      }
+    });
+
+    it('the client closed: a take fails with UnavailableError, the connection beside ends, and the process exits by itself', async () => {
+      const own = await ownClient(redis.server.url);
+      const limiter = new RateLimiter({ client: own.client as never });
+      const connection = beside(own);
+      await until(() => connection.ready !== undefined, 2000, 'ready');
+      await own.close();
+      await assert.rejects(
+        limiter.take({ tenant: randomTenant(), route }, policy),
+        (error: unknown) => isSluiceError(error) && error.code === 'SLUICE_UNAVAILABLE',
+      );
+      await until(
+        () => !connection.connection.isOpen,
+        1000,
+        'the connection beside closed with the client',
+      );
+      // A process exits by itself once its client is unref'd (node-redis) or quit (ioredis).
+      const child = spawn(
+        process.execPath,
+        [
+          ...nodeScript(new URL('../fixtures/beside-client-exit.ts', import.meta.url)),
+          redis.server.url,
+          kind.name,
+        ],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      let out = '';
+      child.stdout.on('data', (chunk: Buffer) => {
+        out += chunk.toString();
+      });
+      const code = await new Promise<number | null>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          child.kill('SIGKILL');
+          reject(new Error(`the process did not exit within ${boundFor(10_000)} ms: ${out}`));
+        }, boundFor(10_000));
+        child.on('exit', (exitCode) => {
+          clearTimeout(timer);
+          resolve(exitCode);
+        });
+      });
+      assert.equal(code, 0);
+      assert.match(out, /allowed over the connection beside: true/);
+    });
+  });
+}
+
+describe('script connection beside an own client: the options it copies', () => {
+  it('node-redis: host and port (its defaults), TLS with its tls.connect options, database, connect timeout; not what it cannot copy', () => {
     assert.equal(
-      scriptConnectionOptionsOf(
-        { credentialsProvider: { type: 'streaming-credentials-provider', subscribe() {} } },
-        strategy,
-      ),
+      nodeRedisBesideOptions({
+        credentialsProvider: { type: 'streaming-credentials-provider', subscribe() {} },
+      }),
       undefined,
     );
+    assert.equal(nodeRedisBesideOptions({ socket: { path: '/s', tls: true } }), undefined);
+    assert.equal(nodeRedisBesideOptions({ database: 'x' }), undefined);
+    assert.equal(nodeRedisBesideOptions(undefined), undefined);
     assert.equal(
-      scriptConnectionOptionsOf({ socket: { path: '/s', tls: true } }, strategy),
+      ScriptConnectionBeside.of({ sendCommand: async () => 1 }, NODE_REDIS_READER),
       undefined,
     );
-    assert.equal(scriptConnectionOptionsOf({ database: 'x' }, strategy), undefined);
-    assert.equal(scriptConnectionOptionsOf(undefined, strategy), undefined);
-    assert.equal(ScriptConnectionBeside.of({ sendCommand: async () => 1 }), undefined);
-    const tls = scriptConnectionOptionsOf(
-      {
-        socket: {
-          host: 'h',
-          port: 7000,
-          tls: true,
-          ca: 'CA',
-          servername: 'sn',
-          connectTimeout: 900,
-        },
-        database: 2,
-      },
-      strategy,
-    );
+    const tls = nodeRedisBesideOptions({
+      socket: { host: 'h', port: 7000, tls: true, ca: 'CA', servername: 'sn', connectTimeout: 900 },
+      database: 2,
+    });
     assert.deepEqual(
-      { ...tls, reconnectStrategy: undefined, credentials: undefined },
+      { ...tls, credentials: undefined },
       {
         host: 'h',
         port: 7000,
@@ -192,118 +358,51 @@ describe('script connection beside an own node-redis client: setup', () => {
         database: 2,
         name: 'sluice',
         connectTimeoutMs: 900,
-        reconnectStrategy: undefined,
         credentials: undefined,
       },
     );
-    const plain = scriptConnectionOptionsOf({}, strategy);
+    const plain = nodeRedisBesideOptions({});
     assert.equal(plain?.host, 'localhost');
     assert.equal(plain?.port, 6379);
     assert.equal(plain?.tls, undefined);
     assert.equal(plain?.connectTimeoutMs, 5000);
   });
-});
 
-describe('script connection beside an own node-redis client: failures and close', () => {
-  it('lost and refused again: the scripts go over the client meanwhile, every take decided and exact, and it comes back', async () => {
-    const server = await startRedisServer();
-    servers.push(server);
-    const client = await ownClient(server.url);
-    const limiter = new RateLimiter({ client, timeoutMs: 2000 });
-    const connection = beside(client);
-    await until(() => connection.ready !== undefined, 2000, 'ready');
-    const tenant = randomTenant();
-    const first = await Promise.all(
-      Array.from({ length: 20 }, () => outcome(limiter.take({ tenant, route }, policy))),
-    );
-    assert.deepEqual(new Set(first), new Set(['allowed']));
-    // Kill it, and keep it out: the server takes no connection beyond the client's.
-    const list = await clientList(client);
-    const id = list.find((c) => c.name === 'sluice')?.id;
-    assert.ok(id, JSON.stringify(list));
-    await client.sendCommand(['CONFIG', 'SET', 'maxclients', String(list.length - 1)]);
-    await client.sendCommand(['CLIENT', 'KILL', 'ID', id]);
-    await until(() => connection.ready === undefined, 2000, 'the loss noticed');
-    const during = await Promise.all(
-      Array.from({ length: 100 }, () => outcome(limiter.take({ tenant, route }, policy))),
-    );
-    assert.equal(during.filter((o) => o === 'allowed').length, 30, JSON.stringify(during));
-    assert.equal(during.filter((o) => o === 'limited').length, 70);
-    assert.ok(
-      (await clientList(client)).every((c) => c.name !== 'sluice'),
-      'decided over the client',
-    );
-    await client.sendCommand(['CONFIG', 'SET', 'maxclients', '1000']);
-    await until(() => connection.ready !== undefined, 5000, 'the connection beside is back');
-    const other = randomTenant();
-    assert.equal((await limiter.take({ tenant: other, route }, policy)).allowed, true);
-    assert.match((await clientList(client)).find((c) => c.name === 'sluice')?.cmd ?? '', /^eval/);
-  });
-
-  it('refused by the server (maxclients): a SLUICE_SCRIPT_CONNECTION warning, and the takes go over the client', async () => {
-    const server = await startRedisServer();
-    servers.push(server);
-    const client = await ownClient(server.url);
-    await client.sendCommand(['CONFIG', 'SET', 'maxclients', '1']);
-    const warnings: Error[] = [];
-    const listen = (warning: Error & { code?: string }) => {
-      if (warning.code === 'SLUICE_SCRIPT_CONNECTION') warnings.push(warning);
-    };
-    process.on('warning', listen);
-    try {
-      const limiter = new RateLimiter({ client });
-      await until(() => warnings.length > 0, 3000, 'a warning');
-      assert.match(warnings[0]?.message ?? '', /max number of clients/);
-      const tenant = randomTenant();
-      for (let i = 0; i < 5; i++) {
-        assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
-      }
-      assert.equal(beside(client).ready, undefined);
-    } finally {
-      process.off('warning', listen);
-      client.destroy();
-    }
-  });
-
-  it('the client closed: a take fails with UnavailableError, the connection beside ends, and the process exits by itself', async () => {
-    const client = await ownClient(redis.server.url);
-    const limiter = new RateLimiter({ client });
-    const connection = beside(client);
-    await until(() => connection.ready !== undefined, 2000, 'ready');
-    await client.close();
-    await assert.rejects(
-      limiter.take({ tenant: randomTenant(), route }, policy),
-      (error: unknown) => isSluiceError(error) && error.code === 'SLUICE_UNAVAILABLE',
-    );
-    await until(
-      () => !connection.connection.isOpen,
-      1000,
-      'the connection beside closed with the client',
-    );
-    // A process that unrefs its client exits with the connection beside still open.
-    const child = spawn(
-      process.execPath,
-      [
-        ...nodeScript(new URL('../fixtures/beside-client-exit.ts', import.meta.url)),
-        redis.server.url,
-      ],
-      { stdio: ['ignore', 'pipe', 'inherit'] },
-    );
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
+  it('ioredis: host, port, path, tls, db, user and password; not a Sentinel, a custom Connector or a keyPrefix', async () => {
+    assert.equal(ioredisBesideOptions({ sentinels: [{ host: 'h', port: 1 }] }), undefined);
+    assert.equal(ioredisBesideOptions({ Connector: class {} }), undefined);
+    assert.equal(ioredisBesideOptions({ keyPrefix: 'app:' }), undefined);
+    assert.equal(ioredisBesideOptions({ password: () => 'x' }), undefined);
+    assert.equal(ioredisBesideOptions({ path: '/s', tls: {} }), undefined);
+    const options = ioredisBesideOptions({
+      host: 'h',
+      port: 7000,
+      tls: { ca: 'CA' },
+      db: 4,
+      username: 'app',
+      password: 'pw',
+      connectTimeout: 800,
+      sentinels: null,
+      keyPrefix: '',
     });
-    const code = await new Promise<number | null>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        reject(new Error(`the process did not exit within ${boundFor(10_000)} ms: ${out}`));
-      }, boundFor(10_000));
-      child.on('exit', (exitCode) => {
-        clearTimeout(timer);
-        resolve(exitCode);
-      });
-    });
-    assert.equal(code, 0);
-    assert.match(out, /allowed over the connection beside: true/);
+    assert.deepEqual(
+      { ...options, credentials: undefined },
+      {
+        host: 'h',
+        port: 7000,
+        tls: { ca: 'CA' },
+        database: 4,
+        name: 'sluice',
+        connectTimeoutMs: 800,
+        credentials: undefined,
+      },
+    );
+    assert.deepEqual(await options?.credentials?.(), { username: 'app', password: 'pw' });
+    const plain = ioredisBesideOptions({});
+    assert.deepEqual(
+      [plain?.host, plain?.port, plain?.tls, plain?.connectTimeoutMs],
+      ['localhost', 6379, undefined, 10_000],
+    );
+    assert.equal(plain?.credentials, undefined);
   });
 });

@@ -82,8 +82,9 @@ describe('a client on its first connection', () => {
       const before = client.listenerCount('error') + client.listenerCount('ready');
       for (let i = 0; i < 20; i++) new RateLimiter({ client });
       const added = client.listenerCount('error') + client.listenerCount('ready') - before;
-      // The refusals' two, and one shared wait while a client still connects.
-      assert.ok(added <= 3, `${added} listeners added by 20 limiters`);
+      // The refusals' two, one shared wait while a client still connects, and the script
+      // connection beside the client's one 'ready' (its 'end' is not counted here).
+      assert.ok(added <= 4, `${added} listeners added by 20 limiters`);
     }
   });
 

@@ -78,8 +78,10 @@ describe('ioredis: recognised at construction', () => {
     assert.ok(storeFor(cluster) instanceof IoRedisClusterStore);
     // Typed structurally: ioredis's own classes fit without a cast.
     assert.ok(new IoRedisStore(plain) && new IoRedisClusterStore(cluster));
-    // Fewer, larger script calls than the default four in flight (bench/PROFILE.md).
-    assert.equal(storeFor(plain).pipelineDepth, 2);
+    // Scripts on the client itself: fewer, larger script calls than the default four in
+    // flight (bench/PROFILE.md); over the connection beside it, the coalescer's default.
+    assert.equal(storeFor(plain, false).pipelineDepth, 2);
+    assert.equal(storeFor(plain).pipelineDepth, undefined);
     assert.equal(storeFor(cluster).pipelineDepth, 2);
   });
 
@@ -358,7 +360,12 @@ describe('ioredis Redis: failures', () => {
     const server = await startRedisServer();
     servers.push(server);
     const client = await ioredis({ port: server.port });
-    const limiter = new RateLimiter({ client: asClient(client), timeoutMs: 1000 });
+    // The client's own failure path (with the script connection beside it: beside-client.test.ts).
+    const limiter = new RateLimiter({
+      client: asClient(client),
+      timeoutMs: 1000,
+      scriptConnection: false,
+    });
     const tenant = randomTenant();
     assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
     const pause = await ioredis({ port: server.port });

@@ -23,6 +23,11 @@ import type { LuaScript } from '../../algorithms/script.js';
 import { callSafely, readProperty } from '../../call-safely.js';
 import { InvalidInputError, SluiceError, UnavailableError } from '../../errors.js';
 import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/store.js';
+import {
+  isScriptCommand,
+  type ScriptConnectionBeside,
+  withScriptConnection,
+} from '../beside-client.js';
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { ioredisFirstConnection } from '../first-connection.js';
@@ -213,35 +218,49 @@ export class IoRedisStore extends CommandStore {
   protected readonly refusals: HandshakeRefusals;
 
   /**
+   * With `scripts` (an ioredis `Redis`, not a `Cluster`), the limiter's scripts go over that
+   * connection of sluice's own while it is ready and the client is open, and over the client
+   * otherwise (see `../beside-client.ts`).
+   *
    * @throws {InvalidInputError} when `client` has no `call` function, or its offline queue
    *   is on.
    */
-  constructor(client: IoRedisLike) {
+  constructor(client: IoRedisLike, scripts?: ScriptConnectionBeside) {
     if (typeof read(client, 'call') !== 'function') {
       throw new InvalidInputError('client', 'an ioredis Redis or Cluster', client);
     }
     checkIoRedisClient(client, 'client');
     const refusals = HandshakeRefusals.of(client, read(client, 'isCluster') === true);
+    const errors = withScriptConnection(IOREDIS_ERRORS);
     super(
-      (command) =>
-        callSafely(
+      (command) => {
+        const beside = scripts?.ready;
+        if (beside !== undefined && isScriptCommand(command)) {
+          return beside.call(command).then((reply) => {
+            refusals.answered();
+            return reply;
+          });
+        }
+        return callSafely(
           () => client.call(command[0] as string, command.slice(1)),
           () => new UnavailableError('call returned no promise: use an ioredis Redis or Cluster'),
         ).then((reply) => {
           refusals.answered();
           return reply;
-        }),
+        });
+      },
       {
         toSluiceError: (error) => {
-          const mapped = toSluiceError(error);
+          const mapped = errors.toSluiceError(error);
           return (mapped instanceof UnavailableError && refusals.behind()) || mapped;
         },
-        isNoScript: IOREDIS_ERRORS.isNoScript,
+        isNoScript: errors.isNoScript,
       },
       'call returned no promise: use an ioredis Redis or Cluster',
     );
     this.refusals = refusals;
     this.#client = client;
+    this.pipelineDepth = scripts === undefined ? 2 : undefined;
   }
 
   readonly #client: IoRedisLike;
@@ -249,9 +268,10 @@ export class IoRedisStore extends CommandStore {
   /**
    * Two script calls in flight per node, not four (see `ScriptStore.pipelineDepth`): ioredis
    * builds a `Command` of every argument of a call and writes each call on its own, so that
-   * at a few dozen callers this process, not Redis, bounds the rate (bench/PROFILE.md).
+   * at a few dozen callers this process, not Redis, bounds the rate (bench/PROFILE.md). With
+   * a script connection beside the client, the coalescer's default.
    */
-  readonly pipelineDepth = 2;
+  readonly pipelineDepth: number | undefined;
 
   /** See `ScriptStore.firstConnection`: the connection, and a `Cluster`'s primaries. */
   firstConnection(): Promise<void> | undefined {

@@ -3,9 +3,10 @@
  * limiter's scripts (`EVALSHA`, `EVAL`) go over the script connection, written at once;
  * anything else (`INFO`) over the node-redis client.
  */
+import { isScriptCommand } from '../beside-client.js';
 import { CommandStore } from '../command-store.js';
 import type { RespConnection } from '../resp/connection.js';
-import { isScriptCommand, type NodeRedisClientLike, SCRIPT_CONNECTION_ERRORS } from './stores.js';
+import { type NodeRedisClientLike, SCRIPT_CONNECTION_ERRORS } from './stores.js';
 
 export class ScriptConnectionStore extends CommandStore {
   constructor(client: NodeRedisClientLike, scripts: RespConnection) {

@@ -23,14 +23,17 @@ import { batchScript, crossSlotBatchScript } from '../../algorithms/batch.js';
 import type { LuaScript } from '../../algorithms/script.js';
 import { InvalidInputError, SluiceError, UnavailableError } from '../../errors.js';
 import { type ReplicaAcks, RerouteError, type ServerFacts } from '../../stores/store.js';
+import {
+  isScriptCommand,
+  type ScriptConnectionBeside,
+  withScriptConnection,
+} from '../beside-client.js';
 import { redirected, spansSlots } from '../cluster-slots.js';
 import { type ClientErrors, CommandStore } from '../command-store.js';
 import { nodeRedisFirstConnection } from '../first-connection.js';
 import { HandshakeRefusals } from '../handshake-refusals.js';
 import { errorFromReply } from '../reply-errors.js';
-import { ReplyError } from '../resp/parser.js';
 import { factsFromInfo } from '../server-checks.js';
-import type { ScriptConnectionBeside } from './beside-client.js';
 
 /** The part of a node-redis v6 client (`createClient()`) that sluice uses. */
 export interface NodeRedisClientLike {
@@ -91,29 +94,13 @@ export const NODE_REDIS_ERRORS: ClientErrors = {
   isNoScript: (error) => isErrorReply(error) && error.message.startsWith('NOSCRIPT'),
 };
 
-/**
- * How a store that also sends over a script connection of sluice's own fails: that
- * connection's {@link ReplyError} for an error reply and its own `UnavailableError`s, or
- * node-redis's failures.
- */
-export const SCRIPT_CONNECTION_ERRORS: ClientErrors = {
-  toSluiceError: (error) =>
-    error instanceof ReplyError ? errorFromReply(error.message, error) : toSluiceError(error),
-  isNoScript: (error) =>
-    (error instanceof ReplyError && error.message.startsWith('NOSCRIPT')) ||
-    NODE_REDIS_ERRORS.isNoScript(error),
-};
-
-/** Whether `command` is a script call, or the `WAIT` sent right behind one. */
-export function isScriptCommand(command: readonly string[]): boolean {
-  const name = command[0];
-  return name === 'EVALSHA' || name === 'EVAL' || name === 'WAIT';
-}
+/** How node-redis clients fail, with a script connection of sluice's own beside them. */
+export const SCRIPT_CONNECTION_ERRORS: ClientErrors = withScriptConnection(NODE_REDIS_ERRORS);
 
 /**
  * The store of a node-redis v6 client (`createClient()`), or anything with `sendCommand(args)`.
  * With `scripts`, the limiter's scripts go over that connection of sluice's own while it is
- * ready and the client is open, and over the client otherwise (see `beside-client.ts`).
+ * ready and the client is open, and over the client otherwise (see `../beside-client.ts`).
  */
 export class NodeRedisStore extends CommandStore {
   /** @throws {InvalidInputError} when `client` has no `sendCommand` function. */
@@ -126,16 +113,19 @@ export class NodeRedisStore extends CommandStore {
     const refusals = HandshakeRefusals.of(client, false, (error) => {
       throw error; // as the EventEmitter would, without the owner's listener
     });
+    const answered = (answer: unknown) => {
+      refusals.answered();
+      return answer;
+    };
     super(
       (command) => {
         const beside = scripts?.ready;
-        if (beside !== undefined && isScriptCommand(command)) return beside.call(command);
+        if (beside !== undefined && isScriptCommand(command)) {
+          return beside.call(command).then(answered);
+        }
         const reply = client.sendCommand(command);
         return typeof (reply as Partial<Promise<unknown>> | undefined)?.then === 'function'
-          ? reply.then((answer) => {
-              refusals.answered();
-              return answer;
-            })
+          ? reply.then(answered)
           : reply;
       },
       {
