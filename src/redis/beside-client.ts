@@ -16,8 +16,10 @@
  * - Made only when the client's options can be copied exactly (each client's reader says
  *   what it copies: `node-redis/beside-options.ts`, `ioredis/beside-options.ts`); otherwise
  *   the scripts stay on the client.
- * - One per client, however many limiters share it; it opens when the client is ready and
- *   ends when the client ends (closed by its owner, or given up on by its reconnection).
+ * - One per client, however many limiters (or views of the client) share it; it opens when
+ *   the client is ready and ends when the client ends: closed by its owner, gracefully (the
+ *   answers of scripts already sent are read, within 2 s), or given up on by its
+ *   reconnection, at once.
  * - Scripts go over it only while it is ready **and** the client is open: a closed client
  *   fails the call as it would without this connection (a limiter on a closed connection
  *   throws, S19); while this connection is down or reconnecting the scripts go over the
@@ -30,7 +32,8 @@
  * - It never keeps the process alive (its socket and its watchdog's timer are unref'd): the
  *   client's does.
  * - It does not follow a `SELECT` sent on the client after it connected: the database is
- *   the one of the client's options.
+ *   the one of the client's options. (A limiter's keys must not change database under it
+ *   anyway: on the client alone, a `SELECT` moves every scope to a fresh quota.)
  * - Its failures while the client is ready (an outage is the client's to report) are
  *   process warnings (`SLUICE_SCRIPT_CONNECTION`), at most one per 10 s per client.
  *
@@ -78,9 +81,17 @@ export interface ClientReader {
   isOpen(client: object): boolean;
   /** True while connected and set up. */
   isReady(client: object): boolean;
-  /** The events that say the client is ready, and that it ended (closed for good). */
+  /**
+   * What identifies the client: one connection beside it however many views of it there are
+   * (node-redis's `withCommandOptions()` and the like share the client's options).
+   */
+  identity(client: object): object;
+  /** The event that says the client is ready. */
   readonly readyEvent: string;
+  /** The event that says its owner closed it (`close()`, `quit()`, `destroy()`). */
   readonly endEvent: string;
+  /** The event that says its reconnection gave up, when not {@link endEvent}. */
+  readonly gaveUpEvent?: string;
 }
 
 interface Emitter {
@@ -98,6 +109,9 @@ function backoffMs(retries: number): number {
 
 const WARN_EVERY_MS = 10_000;
 
+/** How long a graceful close waits for the answers of scripts already sent, in ms. */
+const CLOSE_WAIT_MS = 2000;
+
 /** How long the watchdog lets a `PING`, or a handshake, go unanswered: as `connectRedis`'s default. */
 const STALL_TIMEOUT_MS = 2000;
 
@@ -106,6 +120,8 @@ export class ScriptConnectionBeside {
   readonly #reader: ClientReader;
   readonly #connection: RespConnection;
   #watchdog: StallWatchdog | undefined;
+  /** A graceful close under way (the client ended), until it settles. */
+  #closing: Promise<void> | undefined;
   #lastWarning = Number.NEGATIVE_INFINITY;
   #unreported = 0;
 
@@ -114,7 +130,8 @@ export class ScriptConnectionBeside {
    * the first call for that client; undefined when the client's options cannot be copied.
    */
   static of(client: object, reader: ClientReader): ScriptConnectionBeside | undefined {
-    const known = byClient.get(client);
+    const identity = reader.identity(client);
+    const known = byClient.get(identity);
     if (known !== undefined) return known ?? undefined;
     let made: ScriptConnectionBeside | null = null;
     let on: unknown;
@@ -125,7 +142,7 @@ export class ScriptConnectionBeside {
     }
     const options = typeof on === 'function' ? reader.options(client) : undefined;
     if (options !== undefined) made = new ScriptConnectionBeside(client, reader, options);
-    byClient.set(client, made);
+    byClient.set(identity, made);
     return made ?? undefined;
   }
 
@@ -145,14 +162,13 @@ export class ScriptConnectionBeside {
     this.#connection.on('error', (error: Error) => this.#warn(error));
     const emitter = client as Emitter;
     emitter.on(reader.readyEvent, () => this.#start());
-    // Closed by its owner or given up on: this connection ends at once (a call still on it
-    // fails with `UnavailableError`), as `connectRedis`'s script connection does; a client
-    // connected again opens it again.
-    emitter.on(reader.endEvent, () => {
-      this.#watchdog?.stop();
-      this.#watchdog = undefined;
-      this.#connection.destroy();
-    });
+    // Closed by its owner: this connection closes too, gracefully — the answers to the scripts
+    // already sent on it are read (its owner's `close()` waited only for the client's own) —
+    // within CLOSE_WAIT_MS. A client connected again opens it again.
+    emitter.on(reader.endEvent, () => this.#end(true));
+    // Given up on by its reconnection: at once (a call still on it fails with
+    // `UnavailableError`), as `connectRedis`'s script connection does.
+    if (reader.gaveUpEvent !== undefined) emitter.on(reader.gaveUpEvent, () => this.#end(false));
     if (reader.isReady(client)) this.#start();
   }
 
@@ -168,7 +184,32 @@ export class ScriptConnectionBeside {
     return this.#connection;
   }
 
+  /** The client ended: gracefully (its owner closed it) or at once. */
+  #end(graceful: boolean): void {
+    this.#watchdog?.stop();
+    this.#watchdog = undefined;
+    if (!graceful || !this.#connection.isReady) {
+      this.#connection.destroy();
+      return;
+    }
+    const closing = this.#connection.close();
+    this.#closing = closing;
+    const timer = setTimeout(() => {
+      if (this.#closing === closing) this.#connection.destroy();
+    }, CLOSE_WAIT_MS);
+    timer.unref();
+    void closing.then(() => {
+      clearTimeout(timer);
+      if (this.#closing === closing) this.#closing = undefined;
+    });
+  }
+
   #start(): void {
+    if (this.#closing !== undefined) {
+      // Connected again while the last close still reads its answers: those fail now.
+      this.#closing = undefined;
+      this.#connection.destroy();
+    }
     if (this.#connection.isOpen) {
       // The server answers the client again: no need to wait out this connection's backoff.
       this.#connection.retryNow();

@@ -15,7 +15,12 @@
 import type { LuaScript } from '../algorithms/script.js';
 import { callSafely } from '../call-safely.js';
 import { UnavailableError } from '../errors.js';
-import type { ReplicaAcks, ScriptStore, ServerFacts } from '../stores/store.js';
+import {
+  type ReplicaAcks,
+  RerouteError,
+  type ScriptStore,
+  type ServerFacts,
+} from '../stores/store.js';
 import { factsFromInfo } from './server-checks.js';
 
 /** How a client adapter sends one command: `firstKey` routes it in a cluster. */
@@ -93,12 +98,16 @@ export abstract class CommandStore implements ScriptStore {
     acks: ReplicaAcks | undefined,
   ): Promise<unknown> {
     return this.#acknowledged(command, routeKey, acks).catch((error: unknown) => {
+      // A batch refused before it ran (a cluster store's own verdict): the coalescer's to
+      // resend, request by request, not a failure to map.
+      if (error instanceof RerouteError) throw error;
       if (!this.#errors.isNoScript(error)) throw this.#errors.toSluiceError(error);
       // The server lost its script cache: EVAL sends the source and caches it again, on the
       // same node (the same route key), still inside the caller's deadline.
       command[0] = 'EVAL';
       command[1] = script.source;
       return this.#acknowledged(command, routeKey, acks).catch((retryError: unknown) => {
+        if (retryError instanceof RerouteError) throw retryError;
         throw this.#errors.toSluiceError(retryError);
       });
     });

@@ -47,10 +47,19 @@ export class HandshakeRefusals {
     if (typeof client !== 'object' || client === null) {
       return new HandshakeRefusals(client, cluster, unhandled);
     }
-    let refusals = byClient.get(client);
+    // node-redis's clients, and their views (`withCommandOptions()`), are objects made from
+    // one instance, its `_self`: one listener set for all of them.
+    let self: unknown;
+    try {
+      self = (client as { _self?: unknown })._self;
+    } catch {
+      self = undefined;
+    }
+    const key = typeof self === 'object' && self !== null ? self : client;
+    let refusals = byClient.get(key);
     if (refusals === undefined) {
       refusals = new HandshakeRefusals(client, cluster, unhandled);
-      byClient.set(client, refusals);
+      byClient.set(key, refusals);
     }
     return refusals;
   }

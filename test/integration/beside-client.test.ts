@@ -6,6 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
@@ -327,7 +328,142 @@ for (const kind of KINDS) {
       assert.equal(code, 0);
       assert.match(out, /allowed over the connection beside: true/);
     });
+
+    it('closed gracefully by its owner mid-burst: the takes already sent on the connection beside get their answers', async () => {
+      const own = await ownClient(redis.server.url);
+      const limiter = new RateLimiter({ client: own.client as never, timeoutMs: 2000 });
+      const connection = beside(own);
+      await until(() => connection.ready !== undefined, 2000, 'ready');
+      const tenant = randomTenant();
+      const takes = Array.from({ length: 200 }, () =>
+        outcome(limiter.take({ tenant, route }, policy)),
+      );
+      await sleep(0); // the turn ends: the takes are written on the connection beside
+      await own.close();
+      const outcomes = await Promise.all(takes);
+      assert.equal(outcomes.filter((o) => o === 'allowed').length, 50, JSON.stringify(outcomes));
+      assert.equal(outcomes.filter((o) => o === 'limited').length, 150);
+      await until(() => !connection.connection.isOpen, 3000, 'closed after its answers');
+    });
+
+    it('stuck (its path black-holed, the client fine): the stall watchdog replaces it, with a warning, and the takes resume', async () => {
+      const proxy = await freezingProxy(redis.server.port);
+      const warnings: string[] = [];
+      const listen = (warning: Error & { code?: string }) => {
+        if (warning.code === 'SLUICE_SCRIPT_CONNECTION') warnings.push(warning.message);
+      };
+      process.on('warning', listen);
+      try {
+        const own = await ownClient(`redis://127.0.0.1:${proxy.port}`);
+        const limiter = new RateLimiter({ client: own.client as never, timeoutMs: 300 });
+        const connection = beside(own);
+        await until(() => connection.ready !== undefined, 2000, 'ready');
+        const tenant = randomTenant();
+        assert.equal(await outcome(limiter.take({ tenant, route }, policy)), 'allowed');
+        proxy.freezeSluice();
+        const stuck = await outcome(limiter.take({ tenant, route }, policy));
+        assert.ok(['SLUICE_TIMEOUT', 'SLUICE_UNAVAILABLE'].includes(stuck), stuck);
+        // Replaced within the watchdog's 2 s (a PING a second), and decided again.
+        const deadline = performance.now() + boundFor(8000);
+        let last = stuck;
+        while (last !== 'allowed' && performance.now() < deadline) {
+          await sleep(100);
+          last = await outcome(limiter.take({ tenant, route }, policy));
+        }
+        assert.equal(last, 'allowed', 'decided again after the replacement');
+        assert.ok(
+          warnings.some((w) => /stall|answer/i.test(w)),
+          `a warning: ${JSON.stringify(warnings)}`,
+        );
+        own.destroy();
+      } finally {
+        process.off('warning', listen);
+        await proxy.close();
+      }
+    });
   });
+}
+
+describe('script connection beside an own node-redis client: its own lifecycle', () => {
+  it('its reconnect strategy gave up (terminated, no end): the connection beside closes too', async () => {
+    const client = createClient({
+      url: redis.server.url,
+      disableOfflineQueue: true,
+      socket: { reconnectStrategy: false },
+    });
+    client.on('error', () => {});
+    closers.push(() => client.isOpen && client.destroy());
+    await client.connect();
+    const limiter = new RateLimiter({ client: client as never });
+    const connection = ScriptConnectionBeside.of(client, NODE_REDIS_READER);
+    assert.ok(connection);
+    await until(() => connection.ready !== undefined, 2000, 'ready');
+    assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
+    const id = String(await client.sendCommand(['CLIENT', 'ID']));
+    const admin = await redis.admin();
+    await admin.client.sendCommand(['CLIENT', 'KILL', 'ID', id]);
+    await until(() => !client.isOpen, 2000, 'the client gave up');
+    await until(() => !connection.connection.isOpen, 2000, 'the connection beside closed');
+  });
+
+  it('views of one client (withCommandOptions) share one connection beside it', async () => {
+    const own = await KINDS[0]?.connect(redis.server.url);
+    assert.ok(own);
+    const client = own.client as RedisClientType;
+    const earlier = new Set((await clientList(own)).map((c) => c.id));
+    for (let i = 0; i < 5; i++) {
+      const view = client.withCommandOptions({ timeout: 1000 + i });
+      const limiter = new RateLimiter({ client: view as never });
+      assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
+    }
+    const made = (await clientList(own)).filter((c) => !earlier.has(c.id) && c.name === 'sluice');
+    assert.equal(made.length, 1, JSON.stringify(made));
+  });
+});
+
+/**
+ * A proxy to Redis that can black-hole the connections named `sluice` open now (their bytes
+ * dropped both ways, never closed), and passes every other connection, and later ones.
+ */
+async function freezingProxy(
+  redisPort: number,
+): Promise<{ port: number; freezeSluice(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const named = new Set<{ frozen: boolean }>();
+  const server = createServer((downstream) => {
+    const upstream = connect(redisPort, '127.0.0.1');
+    const state = { frozen: false };
+    let seen = '';
+    sockets.add(downstream).add(upstream);
+    downstream.on('data', (chunk: Buffer) => {
+      if (seen.length < 512) {
+        seen += chunk.toString('latin1');
+        if (/SETNAME\r\n\$6\r\nsluice/.test(seen)) named.add(state);
+      }
+      if (!state.frozen) upstream.write(chunk);
+    });
+    upstream.on('data', (chunk: Buffer) => {
+      if (!state.frozen) downstream.write(chunk);
+    });
+    const end = () => {
+      downstream.destroy();
+      upstream.destroy();
+    };
+    downstream.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    freezeSluice() {
+      for (const state of named) state.frozen = true;
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 describe('script connection beside an own client: the options it copies', () => {
@@ -340,6 +476,8 @@ describe('script connection beside an own client: the options it copies', () => 
     );
     assert.equal(nodeRedisBesideOptions({ socket: { path: '/s', tls: true } }), undefined);
     assert.equal(nodeRedisBesideOptions({ database: 'x' }), undefined);
+    // node-redis closes a socket idle for socketTimeout for good: the client's own could idle.
+    assert.equal(nodeRedisBesideOptions({ socket: { socketTimeout: 1500 } }), undefined);
     assert.equal(nodeRedisBesideOptions(undefined), undefined);
     assert.equal(
       ScriptConnectionBeside.of({ sendCommand: async () => 1 }, NODE_REDIS_READER),

@@ -504,6 +504,18 @@ describe('ioredis Cluster store (a stand-in for the client)', () => {
     }
   });
 
+  it('a batch over several slots whose primary the client does not list yet is a RerouteError, nothing sent', async () => {
+    const { cluster, sent } = standIn(() => Promise.resolve([]));
+    // The slot map names 127.0.0.1:7001; the client lists no primary (it is still refreshing).
+    const store = new IoRedisClusterStore({ ...cluster, nodes: () => [] });
+    const error = await reason(store.evalScript(batchScript, ['a', 'b'], ['t', '1']));
+    // Not mapped to an UnavailableError on the way (which failed every request of the batch):
+    // the coalescer sends each request again, alone, routed by ioredis.
+    assert.ok(error instanceof RerouteError, String(error));
+    assert.match((error as RerouteError).failure.message, /no cluster node 127\.0\.0\.1:7001/);
+    assert.deepEqual(sent, []);
+  });
+
   it('NOSCRIPT, also as the last error of a Cluster that gave up, is reloaded with EVAL', async () => {
     for (const noScript of [
       Object.assign(new Error('NOSCRIPT No matching script.'), { name: 'ReplyError' }),

@@ -74,6 +74,8 @@ export const IOREDIS_READER: ClientReader = {
   // stays 'ready' until the socket closes, its calls fail ("Connection is closed.").
   isOpen: (client) => read(client, 'status') !== 'end' && read(client, 'manuallyClosing') !== true,
   isReady: (client) => read(client, 'status') === 'ready',
+  identity: (client) => client,
   readyEvent: 'ready',
+  // Both a close by its owner and its retry strategy giving up.
   endEvent: 'end',
 };

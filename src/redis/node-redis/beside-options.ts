@@ -8,7 +8,9 @@
  * connect timeout, and credentials — none, or the client's async credentials provider (which
  * node-redis also makes of a user and password given as options or in the URL), asked on
  * every handshake. Anything else — a streaming credentials provider, options that cannot be
- * read (a hand-made object with `sendCommand`) — makes no connection beside the client.
+ * read (a hand-made object with `sendCommand`) — makes no connection beside the client; nor
+ * does a `socket.socketTimeout`: node-redis closes a socket idle that long for good, and with
+ * the scripts beside it the client's own socket may idle.
  */
 import type { ConnectionOptions } from 'node:tls';
 import { type ClientReader, readField as read } from '../beside-client.js';
@@ -76,6 +78,7 @@ export function nodeRedisBesideOptions(options: unknown): Options | undefined {
   const socket = read(options, 'socket') ?? {};
   if (typeof socket !== 'object' || socket === null) return undefined;
   const given = socket as Record<string, unknown>;
+  if (given.socketTimeout !== undefined) return undefined;
   const connectTimeout = given.connectTimeout ?? NODE_REDIS_CONNECT_TIMEOUT_MS;
   if (typeof connectTimeout !== 'number' || !(connectTimeout > 0)) return undefined;
   const common = { credentials, database, name: 'sluice', connectTimeoutMs: connectTimeout };
@@ -103,6 +106,14 @@ export const NODE_REDIS_READER: ClientReader = {
   options: (client) => nodeRedisBesideOptions(read(client, 'options')),
   isOpen: (client) => read(client, 'isOpen') === true,
   isReady: (client) => read(client, 'isReady') === true,
+  // node-redis's clients, and their views (`withCommandOptions()`, `withTypeMapping()`), are
+  // objects made from one instance, its `_self`.
+  identity: (client) => {
+    const self = read(client, '_self');
+    return typeof self === 'object' && self !== null ? self : client;
+  },
   readyEvent: 'ready',
   endEvent: 'end',
+  // node-redis 6: its reconnect strategy gave up (no 'end').
+  gaveUpEvent: 'terminated',
 };
