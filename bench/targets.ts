@@ -65,16 +65,19 @@ function compare(
  */
 const WHY = {
   c1:
-    'At concurrency 1 each decision is one round trip and mostly system time, the same for every ' +
-    'contender: a CPU profile of sluice at C=1 (2026-12-01) showed the socket write alone at about 12 µs of ' +
-    'the ~45 µs of Node CPU per decision and sluice’s own JavaScript at 3–4 µs (key hashing 0.4 µs). On ' +
-    'this 2-core machine a C=1 run lands near 10k or near 30k decisions/s depending on how the scheduler ' +
-    'places the two processes, for either library: compare the per-round ratios, not one round.',
+    'At concurrency 1 each decision is one round trip and one script call for every contender. Measured ' +
+    'alone on the quiet machine (2026-12-07, bench/PROFILE.md): both processes make the same system calls per ' +
+    'decision after start-up (one write, one read, one epoll_pwait) and the same 18 µs of system time; sluice ' +
+    'spends about 5 µs more user time (41.5 against 36.2 µs of Node CPU), its own JavaScript — the scope’s ' +
+    'SHA-256 digests on random tenants (S10; rate-limiter-flexible hashes nothing), validation, the coalescer, ' +
+    'the deadline — and its garbage. That is 7–10 % of a decision, about the spread of one round: on this 2-core ' +
+    'machine a C=1 round lands near 10k or near 16k decisions/s depending on where the scheduler puts the two ' +
+    'processes, for either library.',
   c16:
-    'At 16 callers the rate is round trips and Redis time per decision, and sluice’s Redis time is about ' +
-    'rate-limiter-flexible’s (see the Redis CPU row): batching saves the per-call overhead, but each item ' +
-    'carries a longer key (92 bytes against about 14: 0.8 µs more per new key), eight arguments to parse ' +
-    '(0.8 µs) and the batch loop (0.9 µs) before its commands run (bench/PROFILE.md, 2026-12-02). On a ' +
+    'At 16 callers the rate is round trips and the CPU of both processes per decision. The own clients now ' +
+    'send their scripts over a connection of sluice’s own beside them, as `connectRedis` does ' +
+    '(src/redis/beside-client.ts), and a batch of takes of one policy carries its arguments once (runs, ' +
+    'batch-wire.ts); what is left per item is its key (92 bytes against about 14) and its commands. On a ' +
     'loaded machine this cell swings by half from round to round: read the spread.',
   throughputRlf:
     'Redis is the bottleneck of this cell: on random keys every decision creates a key with a TTL; compare ' +
@@ -92,12 +95,12 @@ const WHY = {
     'twice its throughput.',
   redisCpu:
     'Redis CPU per decision is dominated by what every contender pays per new key: parsing the command, ' +
-    'creating the key and its expiry, writing the reply. Per batch item on a new key (bench/PROFILE.md, ' +
-    '2026-12-02): 0.8 µs to parse its key and seven arguments, 0.9 µs of the batch loop, 2.5 µs for ' +
-    '`SET … NX PX GET` (0.7–0.8 µs of it the 92-byte key) and 0.5 µs of the algorithm: about 0.7× ' +
-    'rate-limiter-flexible’s 5.9 µs before anything is cut. The fixed window no longer has Redis format ' +
-    'Lua numbers (printf) on every take; below 0.6× needs fewer arguments per item or shorter keys, both ' +
-    'fixed (the batch layout, the key scheme).',
+    'creating the key and its expiry, writing the reply. A batch of takes of one policy now carries the ' +
+    'policy’s arguments once (runs, bench/PROFILE.md 2026-12-07: 5.8–8.5 → 5.0–6.7 µs per item in batches ' +
+    'of 128), so an item is its 92-byte key and `SET … NX PX GET` (2.5 µs, 0.7–0.8 µs of it the key). At ' +
+    'C=1 and C=16 the calls are small (1 and about 4 items), and a call’s own cost — the script’s lookup, its ' +
+    'reply, the socket — is paid by few decisions; below 0.6× there needs shorter keys (the key scheme is ' +
+    'fixed: stored quotas would be lost).',
   cache:
     'The denial cache costs the allowed path one Map lookup per take; a miss here beyond the spread would be ' +
     'a regression.',
@@ -114,12 +117,11 @@ const WHY = {
     'machine runs 7.0).',
   scriptTime: 'A script call held Redis for 5 ms or more: see the script-time table.',
   nodeRedis:
-    'node-redis writes the commands of a turn together, in a `setImmediate`, so on the application’s own ' +
-    'node-redis client this process and Redis take turns (lock-step): a turn’s decisions wait for one ' +
-    'another, and the rate is 16 ÷ (Node CPU + Redis CPU per decision × 16 + two loopback hops). Sending ' +
-    'one batch per turn (no early batches that would go out together anyway) cut both sides’ cost, but ' +
-    'the sum stays above what 1.2× rate-limiter-flexible allows (see bench/PROFILE.md); a connection of ' +
-    '`connectRedis` writes each batch the moment it is made, which is what overlaps the two.',
+    'node-redis writes the commands of a turn together, in a `setImmediate`; the limiter now sends its ' +
+    'scripts over a connection of its own beside the application’s node-redis client (as `connectRedis` ' +
+    'does), so this row reads like `connectRedis`’s within the spread (the opt-in ' +
+    '`sluice-node-redis-shared` contender keeps them on the client: lock-step, bench/PROFILE.md). On a ' +
+    'loaded machine this cell swings by half from round to round: read the spread.',
   stacked:
     'A takeAll writes three keys, like the three consumes, in one atomic script call where they make ' +
     'three round trips; its Redis time per request is the three items’ (see the Redis CPU column), and ' +
