@@ -20,6 +20,7 @@ import {
   NODE_REDIS_READER,
   nodeRedisBesideOptions,
 } from '../../src/redis/node-redis/beside-options.js';
+import { outcome, parseClientList, until } from '../helpers/connections.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor } from '../helpers/within.js';
@@ -98,36 +99,7 @@ const KINDS: readonly {
 
 /** `CLIENT LIST` through `own`, each connection as its fields. */
 async function clientList(own: OwnClient): Promise<Record<string, string>[]> {
-  const text = String(await own.command(['CLIENT', 'LIST']));
-  return text
-    .trim()
-    .split('\n')
-    .map((line) =>
-      Object.fromEntries(
-        line
-          .trim()
-          .split(' ')
-          .map((field) => [
-            field.slice(0, field.indexOf('=')),
-            field.slice(field.indexOf('=') + 1),
-          ]),
-      ),
-    );
-}
-
-async function until(condition: () => boolean, withinMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + withinMs;
-  while (!condition()) {
-    if (performance.now() > deadline) assert.fail(`not within ${withinMs} ms: ${what}`);
-    await sleep(5);
-  }
-}
-
-function outcome(take: Promise<{ allowed: boolean }>): Promise<string> {
-  return take.then(
-    (d) => (d.allowed ? 'allowed' : 'limited'),
-    (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
-  );
+  return parseClientList(await own.command(['CLIENT', 'LIST']));
 }
 
 for (const kind of KINDS) {

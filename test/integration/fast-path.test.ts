@@ -9,11 +9,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fixedWindow, isSluiceError, RateLimiter, UnavailableError } from 'sluice';
+import { fixedWindow, RateLimiter, UnavailableError } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import type { RespConnection } from '../../src/redis/resp/connection.js';
+import { outcome, parseClientList, until } from '../helpers/connections.js';
 import { nodeScript } from '../helpers/node-script.js';
 import { type Client, commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
@@ -29,37 +30,7 @@ const route = 'POST/orders';
 
 /** The connections of `CLIENT LIST`, each as its fields. */
 async function clientList(admin: Client): Promise<Record<string, string>[]> {
-  const text = String(await admin.client.sendCommand(['CLIENT', 'LIST']));
-  return text
-    .trim()
-    .split('\n')
-    .map((line) =>
-      Object.fromEntries(
-        line
-          .trim()
-          .split(' ')
-          .map((field) => {
-            const at = field.indexOf('=');
-            return [field.slice(0, at), field.slice(at + 1)];
-          }),
-      ),
-    );
-}
-
-async function until(condition: () => boolean, withinMs: number, what: string): Promise<void> {
-  const deadline = performance.now() + withinMs;
-  while (!condition()) {
-    if (performance.now() > deadline) assert.fail(`not within ${withinMs} ms: ${what}`);
-    await sleep(10);
-  }
-}
-
-/** The outcome of a promise: `allowed`/`limited`, the error code, or `untyped: …`. */
-function outcome(take: Promise<{ allowed: boolean }>): Promise<string> {
-  return take.then(
-    (d) => (d.allowed ? 'allowed' : 'limited'),
-    (error: unknown) => (isSluiceError(error) ? error.code : `untyped: ${String(error)}`),
-  );
+  return parseClientList(await admin.client.sendCommand(['CLIENT', 'LIST']));
 }
 
 /** The script connection of a connection (its test hook). */
