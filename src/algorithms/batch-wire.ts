@@ -117,9 +117,14 @@ export function writeRequests(
       keys.push(next.key);
       end++;
     }
-    argv.push(end - i < MIN_RUN ? 't' : RUN, String(end - i), String(first.batchId));
-    argv.push(String(first.args.length));
-    for (const arg of first.args) argv.push(arg);
+    // `end - i` takes of one algorithm with the same arguments: as one run, or (too few to
+    // gain) each as a lone take, as writeRequest writes it.
+    const count = end - i;
+    for (let written = 0; written < (count >= MIN_RUN ? 1 : count); written++) {
+      argv.push(count >= MIN_RUN ? RUN : 't', count >= MIN_RUN ? String(count) : '1');
+      argv.push(String(first.batchId), String(first.args.length));
+      for (const arg of first.args) argv.push(arg);
+    }
     i = end;
   }
 }
