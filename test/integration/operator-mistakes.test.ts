@@ -258,9 +258,11 @@ describe('a permission withdrawn from the ACL user of a running connection', () 
         await c.connect();
         client = c;
       }
+      // A deadline far above a loaded machine's latency: the refusal's type is under test.
       const limiter = new RateLimiter({
         client: client as RateLimiterOptions['client'],
         denialCache: false,
+        timeoutMs: 2000,
       });
       // Scopes whose counters exist, so that every take and peek reaches PTTL.
       const scopes = Array.from({ length: 9 }, () => ({ tenant: randomTenant() }));
