@@ -62,6 +62,8 @@ export interface RedisCluster {
   command(port: number, ...args: string[]): Promise<string>;
   /** The port of the primary serving `slot` now, per CLUSTER SLOTS of the first node that answers. */
   primaryOf(slot: number): Promise<number>;
+  /** {@link primaryOf} of each of `slots`, from one CLUSTER SLOTS (one redis-cli, not one each). */
+  primariesOf(slots: readonly number[]): Promise<number[]>;
   /**
    * Resolves once every node that runs names the same primaries, each holding slots, and
    * agrees on who serves every slot (after a failover or a slot move, gossip takes a moment).
@@ -426,26 +428,31 @@ async function startClusterOnce(replicaCount: 0 | 1): Promise<RedisCluster> {
         (await cli(replica.port, 'INFO', 'replication')).includes('master_link_status:up'),
       );
     }
+    const primariesOf = async (slots: readonly number[]): Promise<number[]> => {
+      let last: unknown;
+      for (const node of nodes) {
+        try {
+          const out = await cli(node.port, '--json', 'CLUSTER', 'SLOTS');
+          const ranges = JSON.parse(out) as [number, number, [string, number, ...unknown[]]][];
+          const owners = slots.map(
+            (slot) => ranges.find(([start, end]) => start <= slot && slot <= end)?.[2][1],
+          );
+          if (owners.every((port) => port !== undefined)) return owners as number[];
+          last = new Error(`slots without a primary in the map of node ${node.port}`);
+        } catch (error) {
+          last = error;
+        }
+      }
+      throw new Error(`no node names a primary for every slot asked: ${String(last)}`);
+    };
     return {
       rootNodes: primaries.map((node) => ({ url: node.url })),
       nodes,
       primaries,
       replicas,
       command: cli,
-      async primaryOf(slot) {
-        let last: unknown;
-        for (const node of nodes) {
-          try {
-            const out = await cli(node.port, '--json', 'CLUSTER', 'SLOTS');
-            const ranges = JSON.parse(out) as [number, number, [string, number, ...unknown[]]][];
-            const range = ranges.find(([start, end]) => start <= slot && slot <= end);
-            if (range !== undefined) return range[2][1];
-          } catch (error) {
-            last = error;
-          }
-        }
-        throw new Error(`no node names a primary for slot ${slot}: ${String(last)}`);
-      },
+      primaryOf: async (slot: number) => (await primariesOf([slot]))[0] as number,
+      primariesOf,
       async settled() {
         await waitFor('every node agrees on the primaries and the slots', async () => {
           const running = nodes.filter((node) => node.pid !== -1);

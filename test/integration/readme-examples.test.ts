@@ -272,15 +272,14 @@ describe('examples, run', { concurrency: 2 }, () => {
   });
 
   it('examples/llm-tokens.ts: three replicas reserve max_tokens and settle the usage', async () => {
-    assert.equal(
-      await printedWithRedis('llm-tokens.ts'),
-      [
-        '5 of 6 calls reserved 2000 tokens each; 1 got 429',
-        'each used 700 and gave back 1300, 1300, 1300, 1300, 1300',
-        'tokens left: 6500 and some',
-        '',
-      ].join('\n'),
-    );
+    const printed = await printedWithRedis('llm-tokens.ts');
+    const [reserved, settled, left] = printed.split('\n');
+    assert.equal(reserved, '5 of 6 calls reserved 2000 tokens each; 1 got 429', printed);
+    assert.equal(settled, 'each used 700 and gave back 1300, 1300, 1300, 1300, 1300', printed);
+    // 10,000 − 5 × 700, plus what the bucket refilled while the example ran (about 167 tokens
+    // a second: a loaded run printed 6600).
+    const tokens = Number(/^tokens left: (\d+) and some$/.exec(left ?? '')?.[1]);
+    assert.ok(tokens >= 6500 && tokens <= 7500, printed);
   });
 
   it('examples/stacked.ts: stacked limits with takeAll, peek and reset, printed', async () => {
