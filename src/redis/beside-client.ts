@@ -39,6 +39,7 @@
  *
  * It counts toward the server's `maxclients`, like the second connection of `connectRedis`.
  */
+import { readProperty } from '../call-safely.js';
 import type { ClientErrors } from './command-store.js';
 import { errorFromReply } from './reply-errors.js';
 import { RespConnection, type RespConnectionOptions } from './resp/connection.js';
@@ -134,13 +135,8 @@ export class ScriptConnectionBeside {
     const known = byClient.get(identity);
     if (known !== undefined) return known ?? undefined;
     let made: ScriptConnectionBeside | null = null;
-    let on: unknown;
-    try {
-      on = (client as Partial<Emitter>).on;
-    } catch {
-      on = undefined;
-    }
-    const options = typeof on === 'function' ? reader.options(client) : undefined;
+    const options =
+      typeof readProperty(client, 'on') === 'function' ? reader.options(client) : undefined;
     if (options !== undefined) made = new ScriptConnectionBeside(client, reader, options);
     byClient.set(identity, made);
     return made ?? undefined;
@@ -239,15 +235,5 @@ export class ScriptConnectionBeside {
       `sluice's script connection beside the ${this.#reader.kind} client failed: ${error.message}${more}; the limiter's scripts go over the client meanwhile`,
       { code: 'SLUICE_SCRIPT_CONNECTION' },
     );
-  }
-}
-
-/** `object[key]`, or undefined when it cannot be read. */
-export function readField(object: unknown, key: string): unknown {
-  if (typeof object !== 'object' || object === null) return undefined;
-  try {
-    return (object as Record<string, unknown>)[key];
-  } catch {
-    return undefined;
   }
 }

@@ -10,6 +10,7 @@
  * Listening to `error` takes away ioredis's own "[ioredis] Unhandled error event" print for
  * an application that has no listener of its own: then this listener prints the same line.
  */
+import { readProperty } from '../call-safely.js';
 import type { RedisConfigError } from '../errors.js';
 import { setupError } from './setup-errors.js';
 
@@ -49,12 +50,7 @@ export class HandshakeRefusals {
     }
     // node-redis's clients, and their views (`withCommandOptions()`), are objects made from
     // one instance, its `_self`: one listener set for all of them.
-    let self: unknown;
-    try {
-      self = (client as { _self?: unknown })._self;
-    } catch {
-      self = undefined;
-    }
+    const self = readProperty(client, '_self');
     const key = typeof self === 'object' && self !== null ? self : client;
     let refusals = byClient.get(key);
     if (refusals === undefined) {

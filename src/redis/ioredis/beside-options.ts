@@ -10,7 +10,8 @@
  * scope would have two keys).
  */
 import type { ConnectionOptions } from 'node:tls';
-import { type ClientReader, readField as read } from '../beside-client.js';
+import { readProperty as read } from '../../call-safely.js';
+import type { ClientReader } from '../beside-client.js';
 import type { RespConnectionOptions } from '../resp/connection.js';
 
 type Options = Omit<RespConnectionOptions, 'reconnectStrategy'>;

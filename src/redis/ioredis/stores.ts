@@ -232,22 +232,20 @@ export class IoRedisStore extends CommandStore {
     checkIoRedisClient(client, 'client');
     const refusals = HandshakeRefusals.of(client, read(client, 'isCluster') === true);
     const errors = withScriptConnection(IOREDIS_ERRORS);
+    const answered = (reply: unknown) => {
+      refusals.answered();
+      return reply;
+    };
     super(
       (command) => {
         const beside = scripts?.ready;
         if (beside !== undefined && isScriptCommand(command)) {
-          return beside.call(command).then((reply) => {
-            refusals.answered();
-            return reply;
-          });
+          return beside.call(command).then(answered);
         }
         return callSafely(
           () => client.call(command[0] as string, command.slice(1)),
           () => new UnavailableError('call returned no promise: use an ioredis Redis or Cluster'),
-        ).then((reply) => {
-          refusals.answered();
-          return reply;
-        });
+        ).then(answered);
       },
       {
         toSluiceError: (error) => {

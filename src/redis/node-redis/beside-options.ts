@@ -13,7 +13,8 @@
  * the scripts beside it the client's own socket may idle.
  */
 import type { ConnectionOptions } from 'node:tls';
-import { type ClientReader, readField as read } from '../beside-client.js';
+import { readProperty as read } from '../../call-safely.js';
+import type { ClientReader } from '../beside-client.js';
 import type { RespConnectionOptions } from '../resp/connection.js';
 
 /** node-redis's socket options that are not `tls.connect`'s. */
