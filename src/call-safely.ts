@@ -5,12 +5,18 @@
  */
 export function callSafely(call: () => unknown, notAPromise: () => Error): Promise<unknown> {
   try {
-    const result: unknown = call();
-    if (isThenable(result)) return Promise.resolve(result);
-    return Promise.reject(notAPromise());
+    return asPromise(call(), notAPromise);
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * `result` as a promise: itself when it is one (any thenable, adopted), else a rejection with
+ * `notAPromise()`. For a caller that makes the call in its own `try` (no closure per call).
+ */
+export function asPromise(result: unknown, notAPromise: () => Error): Promise<unknown> {
+  return isThenable(result) ? Promise.resolve(result) : Promise.reject(notAPromise());
 }
 
 function isThenable(value: unknown): value is PromiseLike<unknown> {

@@ -20,7 +20,7 @@ import {
   writeRequests,
 } from '../algorithms/batch-wire.js';
 import type { LuaScript } from '../algorithms/script.js';
-import { callSafely } from '../call-safely.js';
+import { asPromise } from '../call-safely.js';
 import { StoreError, UnavailableError } from '../errors.js';
 import { errorFromReply } from '../redis/reply-errors.js';
 import { type ReplicaAcks, RerouteError, type ScriptStore } from '../stores/store.js';
@@ -54,10 +54,18 @@ export interface BatchRequest extends WireRequest {
   fail(error: unknown): void;
 }
 
+/** A store that returned no promise (see {@link run}). */
+function noPromise(): UnavailableError {
+  return new UnavailableError(
+    'the store returned no promise: is the client a node-redis v6 client (not .legacy())?',
+  );
+}
+
 /**
  * Calls the store, turning a synchronous throw or a non-promise result (a misbehaving
  * custom store, a callback-style client) into a rejection, so no failure escapes the
- * caller's promise.
+ * caller's promise. (`callSafely`'s contract, without its two closures per call: this is
+ * every script call's path.)
  */
 function run(
   store: ScriptStore,
@@ -66,16 +74,16 @@ function run(
   args: readonly string[],
   acks: ReplicaAcks | undefined,
 ): Promise<unknown> {
-  return callSafely(
-    () =>
+  let result: unknown;
+  try {
+    result =
       acks === undefined
         ? store.evalScript(script, keys, args)
-        : store.evalScript(script, keys, args, acks),
-    () =>
-      new UnavailableError(
-        'the store returned no promise: is the client a node-redis v6 client (not .legacy())?',
-      ),
-  );
+        : store.evalScript(script, keys, args, acks);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return asPromise(result, noPromise);
 }
 
 /** What is waiting for one node (or for the one server), and what it has in flight. */
@@ -129,6 +137,12 @@ export const MIN_EARLY_BATCH = 4;
  * alone, and its work is bounded by its algorithm.
  */
 export const MAX_BATCH_WORK = 500;
+
+/**
+ * The default clock of `sentAt` (the process's monotonic clock): with it, a script call
+ * reads the clock once for both its stall watch and its `sentAt`.
+ */
+export const performanceNow = (): number => performance.now();
 
 export class Coalescer {
   readonly #store: ScriptStore;
@@ -315,28 +329,22 @@ export class Coalescer {
   #send(group: Group, requests: BatchRequest[], items: number, probe = false): void {
     group.calls++;
     group.callItems += items;
-    const call = new SentCall(requests, items, performance.now());
+    const now = performance.now();
+    const call = new SentCall(requests, items, now);
     group.watch.track(call);
     if (probe) group.watch.probe = call;
-    /** The node answered: false when the call was abandoned (its requests failed already). */
-    const answered = (): boolean => {
-      if (!group.watch.answered(call)) return false;
-      group.calls--;
-      group.callItems -= items;
-      return true;
-    };
-    const sentAt = this.#clock();
+    const sentAt = this.#clock === performanceNow ? now : this.#clock();
     const lone = requests.length === 1 ? (requests[0] as BatchRequest) : undefined;
     if (lone?.script !== undefined) {
       const script = lone.script;
       run(this.#store, script, [lone.key], lone.args, this.#acks).then(
         (reply) => {
-          if (!answered()) return;
+          if (!answered(group, call)) return;
           if (isItemReply(reply)) lone.done(reply, 0, sentAt);
           else lone.fail(new StoreError(`ERR unexpected reply from ${script.name}`));
         },
         (error: unknown) => {
-          if (answered()) lone.fail(error);
+          if (answered(group, call)) lone.fail(error);
         },
       );
       return;
@@ -348,13 +356,13 @@ export class Coalescer {
     const acks = requests.every((r) => r.op === 'p') ? undefined : this.#acks;
     run(this.#store, batchScript, keys, argv, acks).then(
       (replies) => {
-        if (!answered()) return;
+        if (!answered(group, call)) return;
         deliver(requests, keys.length, replies, sentAt, (request) =>
           this.#send(this.#group(request), [request], request.size),
         );
       },
       (error: unknown) => {
-        if (!answered()) return;
+        if (!answered(group, call)) return;
         if (error instanceof RerouteError) {
           // Nothing of it ran: each request again, alone (one slot each, routed as such).
           if (requests.length > 1) {
@@ -367,6 +375,17 @@ export class Coalescer {
       },
     );
   }
+}
+
+/**
+ * The node answered `call`: false when the call was abandoned (its requests failed
+ * already); else its in-flight counts are freed.
+ */
+function answered(group: Group, call: SentCall<BatchRequest>): boolean {
+  if (!group.watch.answered(call)) return false;
+  group.calls--;
+  group.callItems -= call.items;
+  return true;
 }
 
 /**

@@ -3,7 +3,6 @@
  * option has a unit, a default and a range, and a bad or unknown option is an
  * `InvalidInputError` naming it (`options.<name>`).
  */
-import { performance } from 'node:perf_hooks';
 import { MAX_BATCH_SIZE, MAX_TIMER_MS } from '../bounds.js';
 import { InvalidInputError } from '../errors.js';
 import type { DecisionEvent, Metrics } from '../metrics/types.js';
@@ -11,6 +10,7 @@ import { type AcceptedClient, storeFor } from '../redis/select.js';
 import type { StartupWarning } from '../redis/server-checks.js';
 import type { ScriptStore } from '../stores/store.js';
 import { optionalPositiveInteger, readProperty, rejectUnknownKeys } from '../validate.js';
+import { performanceNow } from './coalescer.js';
 
 /** Options of `RateLimiter`. Give exactly one of `client` and `store`. */
 export interface RateLimiterOptions {
@@ -209,7 +209,7 @@ export function readOptions(options: RateLimiterOptions): LimiterSettings {
   const stallTimeoutMs = readStallTimeout(read('stallTimeoutMs'), timeoutMs);
   const waitForReplicas = readWaitForReplicas(read('waitForReplicas'), store);
   const denialCacheEntries = readDenialCache(read('denialCache'));
-  const clock = typeof store.clock === 'function' ? store.clock : () => performance.now();
+  const clock = typeof store.clock === 'function' ? store.clock : performanceNow;
   const metrics = readMetrics(read('metrics'));
   const onDecision = readFunction('onDecision', read('onDecision'));
   const eventTenant = read('eventTenant');

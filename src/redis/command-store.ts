@@ -13,7 +13,7 @@
  * replicas back — instead of queueing behind one `WAIT` after another.
  */
 import type { LuaScript } from '../algorithms/script.js';
-import { callSafely } from '../call-safely.js';
+import { asPromise } from '../call-safely.js';
 import { UnavailableError } from '../errors.js';
 import {
   type ReplicaAcks,
@@ -65,7 +65,9 @@ export abstract class CommandStore implements ScriptStore {
     args: readonly string[],
     acks?: ReplicaAcks,
   ): Promise<unknown> {
-    const command = ['EVALSHA', script.sha1, String(keys.length), ...keys, ...args];
+    const command = ['EVALSHA', script.sha1, String(keys.length)];
+    for (const key of keys) command.push(key);
+    for (const arg of args) command.push(arg);
     return this.#run(script, command, keys[0], acks);
   }
 
@@ -170,9 +172,14 @@ export abstract class CommandStore implements ScriptStore {
 
   /** `send`, with a synchronous throw or a non-promise result turned into a rejection. */
   protected send(command: string[], firstKey: string | undefined): Promise<unknown> {
-    return callSafely(
-      () => this.#send(command, firstKey),
-      () => new UnavailableError(this.#noPromise),
-    );
+    let result: unknown;
+    try {
+      result = this.#send(command, firstKey);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return asPromise(result, this.#noPromiseError);
   }
+
+  readonly #noPromiseError = (): Error => new UnavailableError(this.#noPromise);
 }
