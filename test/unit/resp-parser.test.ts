@@ -1,7 +1,7 @@
 /**
  * The RESP2 reply parser of sluice's script connection (`src/stores/resp/parser.ts`): every
- * reply type, replies cut across chunks at every byte, many replies in one chunk, and
- * streams that are not RESP.
+ * reply type, replies cut across chunks at every byte, many replies in one chunk, chunks
+ * read into one reused buffer, and streams that are not RESP.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -97,6 +97,31 @@ describe('RESP2 reply parser', () => {
     assert.equal(parser.buffered, wire.length - 1);
     parser.feed(wire.subarray(wire.length - 1));
     assert.deepEqual(replies, [[1, 'abc']]);
+  });
+
+  it('keeps no chunk: every chunk read into one reused buffer, as a socket with onread does', () => {
+    // The connection hands the parser a view of its one read buffer, overwritten by the next
+    // read: what an incomplete reply keeps must be a copy.
+    const scratch = Buffer.alloc(BYTES.length);
+    const readInto = (cut: number[]) => {
+      const replies: unknown[] = [];
+      const parser = new ReplyParser((reply) => replies.push(plain(reply)));
+      let from = 0;
+      for (const to of [...cut, BYTES.length]) {
+        scratch.fill(0x2a); // '*': what was there before must never be read again
+        const length = BYTES.copy(scratch, 0, from, to);
+        parser.feed(scratch.subarray(0, length));
+        from = to;
+      }
+      return replies;
+    };
+    for (let a = 0; a < BYTES.length; a += 7) {
+      for (let size = 1; size <= 64 && a + size <= BYTES.length; size += 9) {
+        const cuts: number[] = [];
+        for (let at = a; at < BYTES.length; at += size) if (at > 0) cuts.push(at);
+        assert.deepEqual(readInto(cuts), EXPECTED, `chunks of ${size} from ${a}`);
+      }
+    }
   });
 
   it('a large bulk string in many chunks', () => {

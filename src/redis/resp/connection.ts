@@ -53,6 +53,9 @@ export interface RespConnectionOptions {
   readonly reconnectStrategy: (retries: number, cause: Error) => number | Error;
 }
 
+/** The read buffer of a plain socket: a reply larger than this arrives over several reads. */
+const READ_BUFFER_BYTES = 64 * 1024;
+
 interface Waiter {
   resolve(reply: unknown): void;
   reject(error: Error): void;
@@ -75,6 +78,8 @@ function unavailable(reason: string, cause?: unknown): UnavailableError {
 export class RespConnection extends EventEmitter {
   readonly #options: RespConnectionOptions;
   readonly #parser: ReplyParser;
+  /** What a plain socket reads into (`onread`), reused from read to read. */
+  readonly #readBuffer = Buffer.allocUnsafe(READ_BUFFER_BYTES);
   readonly #waiting = new Fifo<Waiter>();
   #socket: net.Socket | undefined;
   /** Wanted open: from `open`/`connect` until `destroy`, `close`, or the strategy gives up. */
@@ -242,9 +247,23 @@ export class RespConnection extends EventEmitter {
     const { host, port, path, connectTimeoutMs } = this.#options;
     const secure = this.#options.tls;
     const where: net.NetConnectOpts = path === undefined ? { host, port: port ?? 6379 } : { path };
-    const socket =
+    // Plain TCP and Unix sockets read into one buffer of this connection's, handed straight
+    // to the parser (no stream 'data' event, no buffer per read); TLS reads as a stream.
+    const socket: net.Socket =
       secure === undefined
-        ? net.connect({ ...where, noDelay: true, keepAlive: true, keepAliveInitialDelay: 30_000 })
+        ? net.connect({
+            ...where,
+            noDelay: true,
+            keepAlive: true,
+            keepAliveInitialDelay: 30_000,
+            onread: {
+              buffer: this.#readBuffer,
+              callback: (bytes: number): boolean => {
+                this.#read(socket, this.#readBuffer.subarray(0, bytes));
+                return true; // keep reading
+              },
+            },
+          })
         : tls.connect({ ...where, ...secure } as tls.ConnectionOptions);
     if (secure !== undefined) {
       socket.setNoDelay(true);
@@ -264,14 +283,7 @@ export class RespConnection extends EventEmitter {
       const onTimeout = () =>
         this.#died(socket, new Error(`connection timeout (${connectTimeoutMs} ms)`));
       socket.setTimeout(connectTimeoutMs, onTimeout);
-      socket.on('data', (chunk: Buffer) => {
-        if (this.#socket !== socket) return;
-        try {
-          this.#parser.feed(chunk);
-        } catch (error) {
-          this.#died(socket, error as Error);
-        }
-      });
+      if (secure !== undefined) socket.on('data', (chunk: Buffer) => this.#read(socket, chunk));
       socket.on('error', (error: Error) => this.#died(socket, error));
       socket.on('close', () => this.#died(socket, new Error('connection closed')));
       socket.once(secure === undefined ? 'connect' : 'secureConnect', () => {
@@ -297,6 +309,16 @@ export class RespConnection extends EventEmitter {
         );
       });
     });
+  }
+
+  /** Bytes read from `socket`: parsed at once (the parser copies what it keeps). */
+  #read(socket: net.Socket, chunk: Buffer): void {
+    if (this.#socket !== socket) return;
+    try {
+      this.#parser.feed(chunk);
+    } catch (error) {
+      this.#died(socket, error as Error);
+    }
   }
 
   /**

@@ -44,11 +44,13 @@ const ZERO = 48;
 /** Arrays deeper than this are refused (a script cannot return them; a guard on recursion). */
 const MAX_DEPTH = 64;
 
+const EMPTY = Buffer.alloc(0);
+
 /** Incremental RESP2 reply parser: `feed` it chunks, it calls `onReply` once per reply. */
 export class ReplyParser {
   readonly #onReply: (reply: unknown) => void;
   /** The bytes being parsed (the unparsed rest of earlier chunks, then the new one). */
-  #buffer: Buffer = Buffer.alloc(0);
+  #buffer: Buffer = EMPTY;
   #offset = 0;
   /** Chunks received while the reply being waited for cannot be complete yet. */
   #held: Buffer[] = [];
@@ -73,7 +75,7 @@ export class ReplyParser {
   /** Forgets any partial reply (a new connection starts a new stream). */
   reset(): void {
     this.#generation++;
-    this.#buffer = Buffer.alloc(0);
+    this.#buffer = EMPTY;
     this.#offset = 0;
     this.#held = [];
     this.#heldBytes = 0;
@@ -81,14 +83,16 @@ export class ReplyParser {
   }
 
   /**
-   * Parses `chunk`, calling `onReply` for every reply it completes.
+   * Parses `chunk`, calling `onReply` for every reply it completes. The chunk is not kept:
+   * the bytes of a reply still incomplete are copied, so the caller may reuse the chunk's
+   * memory once `feed` returns (a socket's `onread` buffer).
    *
    * @throws {ProtocolError} when the stream is not RESP2; the parser is then unusable
    *   until {@link reset}.
    */
   feed(chunk: Buffer): void {
     if (this.#needed > 0) {
-      this.#held.push(chunk);
+      this.#held.push(Buffer.from(chunk));
       this.#heldBytes += chunk.length;
       if (this.#heldBytes < this.#needed) return;
       this.#buffer = Buffer.concat(this.#held, this.#heldBytes);
@@ -108,18 +112,18 @@ export class ReplyParser {
       const reply = this.#value(0);
       if (reply === INCOMPLETE) {
         // Keep the rest, from the start of this reply, for when more bytes come.
-        const rest = buffer.subarray(start);
+        const rest = Buffer.from(buffer.subarray(start));
         this.#held = [rest];
         this.#heldBytes = rest.length;
         this.#needed = Math.max(this.#replyNeeds, rest.length + 1);
-        this.#buffer = Buffer.alloc(0);
+        this.#buffer = EMPTY;
         this.#offset = 0;
         return;
       }
       this.#onReply(reply);
       if (this.#generation !== generation) return;
     }
-    this.#buffer = Buffer.alloc(0);
+    this.#buffer = EMPTY;
     this.#offset = 0;
   }
 
