@@ -31,7 +31,7 @@ profile.samples.forEach((id, i) => {
 });
 
 const short = (url: string) =>
-  url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|bench)\//, '$1/');
+  url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*?\/(src|dist|bench)\//, '$1/');
 
 function category(node: Node): string {
   const { functionName: fn, url } = node.callFrame;
@@ -50,7 +50,8 @@ function category(node: Node): string {
     return 'start-up (module loading)';
   if (/@redis\/client|\/redis\//.test(url) && /node_modules/.test(url)) return 'node-redis';
   if (/node_modules\/ioredis|node_modules\/iovalkey/.test(url)) return 'ioredis';
-  if (/\/src\//.test(url)) return `sluice ${short(url)}`;
+  // The source under tsx, or the built tree (dist/, or a copy of it for bench/path-ab.ts).
+  if (/\/src\/|\/dist\/|\.ab-dist/.test(url)) return `sluice ${short(url)}`;
   if (/\/bench\//.test(url)) return 'the bench loop';
   if (fn === 'runMicrotasks' || /task_queues|promise/.test(url)) return 'promises and ticks';
   return 'other (V8, Node.js internals)';

@@ -1,12 +1,14 @@
 /**
  * What the numbers were measured on: CPU, OS, Node, Redis, package versions, the
  * repository's commit, and a fingerprint of src/ taken at the start and at the end of the
- * run (each child imports src/ afresh, so a change in between mixes two versions).
+ * run (each child imports the measured build afresh, so a change in between mixes two
+ * versions).
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import { SLUICE_BUILD } from './contenders/build.js';
 
 export interface Environment {
   readonly date: string;
@@ -21,6 +23,8 @@ export interface Environment {
   /** SHA-256 over src/ (paths and contents), first 12 hex digits, at start and end. */
   readonly srcFingerprint: string;
   readonly srcChangedDuringRun: boolean;
+  /** What the sluice contenders ran: `dist` (the build) or `src` (the source under tsx). */
+  readonly build?: 'dist' | 'src';
 }
 
 /** The state of the measured source: commit (+ dirty flag) and a hash of src/. */
@@ -99,5 +103,6 @@ export function describeEnvironment(redisVersion: string, atStart: SourceState):
     srcFingerprint: atStart.fingerprint,
     // By src/'s contents: a commit of docs or tests during a run changes nothing measured.
     srcChangedDuringRun: atStart.fingerprint !== atEnd.fingerprint,
+    build: SLUICE_BUILD,
   };
 }

@@ -17,12 +17,14 @@ import { Session } from 'node:inspector/promises';
 import { performance } from 'node:perf_hooks';
 import { createClient } from 'redis';
 import { startRedisServer } from '../src/demo/redis-server.js';
+import { assertBuildFresh } from './contenders/build.js';
 import { loadContender } from './contenders/index.js';
 import { getScenario } from './scenarios.js';
 
 const [name = 'sluice', scenarioName = 'random', c = '256', seconds = '3'] = process.argv.slice(2);
 const scenario = getScenario(scenarioName);
 const concurrency = Number(c);
+await assertBuildFresh();
 const redis = await startRedisServer();
 const admin = createClient({ url: redis.url });
 await admin.connect();

@@ -285,7 +285,7 @@ export function renderMarkdown(results: BenchResults): string {
         ['Redis', `${env.redis} (private redis-server, loopback, --save '' --appendonly no)`],
         [
           'sluice',
-          `${env.packages.sluice} at ${env.git}, src/ fingerprint ${env.srcFingerprint}` +
+          `${env.packages.sluice} at ${env.git}, src/ fingerprint ${env.srcFingerprint}, measured ${env.build === 'src' ? 'from src/ under tsx' : 'as built (dist/)'}` +
             (env.srcChangedDuringRun ? ' — **src/ changed during the run**' : ''),
         ],
         ...Object.entries(env.packages)

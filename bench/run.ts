@@ -7,6 +7,7 @@
  * bench/RESULTS.md and bench/results.svg. Progress goes to stderr. The server is stopped by
  * its pid at the end, or on Ctrl-C.
  */
+
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,6 +18,7 @@ import { createClient } from 'redis';
 import { loadScript } from '../src/algorithms/script.js';
 import { type PrivateRedis, startRedisServer } from '../src/demo/redis-server.js';
 import { type CheckResult, checkContender } from './check.js';
+import { assertBuildFresh } from './contenders/build.js';
 import { contenderNames, defaultContenderNames, loadContender } from './contenders/index.js';
 import { describeEnvironment, sourceState } from './environment.js';
 import { formatJson } from './json.js';
@@ -136,6 +138,12 @@ async function main(): Promise<number> {
   if (options === undefined) {
     console.log(USAGE);
     return 0;
+  }
+  try {
+    await assertBuildFresh();
+  } catch (error) {
+    process.stderr.write(`${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
   }
   const started = performance.now();
   const sourceAtStart = sourceState();

@@ -1,5 +1,6 @@
 /**
- * sluice as it stands in this repository's source: `RateLimiter` with default options on
+ * sluice as it stands in this repository (its build, `dist/`, or with `SLUICE_BENCH_BUILD=src`
+ * its source; see build.ts): `RateLimiter` with default options on
  * `connectRedis`, and a `fixedWindow` policy. Variants: `sluice-uncached` turns the
  * local denial cache off, so that every take reaches Redis; `sluice-nodeadline` patches the
  * deadline out; `sluice-<policy>` (opt-in) decides with another policy of the same limit
@@ -8,21 +9,16 @@
  * independent `take`s of the same three limits; `sluice-metrics` (opt-in) is sluice with
  * `prometheusMetrics()` on the limiter and its client, scraped once a second.
  */
-import {
-  type AcceptedClient,
-  fixedWindow,
-  gcra,
-  type Policy,
-  RateLimiter,
-  type RateLimiterOptions,
-  slidingWindowCounter,
-  slidingWindowLog,
-  type TakeAllItem,
-  tokenBucket,
-} from '../../src/index.js';
-import { connectRedis } from '../../src/redis/node-redis/connect.js';
+import type * as Sluice from '../../src/index.js';
+import type { AcceptedClient, Policy, RateLimiterOptions, TakeAllItem } from '../../src/index.js';
+import type * as NodeRedisConnect from '../../src/redis/node-redis/connect.js';
 import type { Contender } from '../types.js';
+import { SLUICE_BUILD, sluiceModule } from './build.js';
 import { stackedUser } from './stacked.js';
+
+const { fixedWindow, gcra, RateLimiter, slidingWindowCounter, slidingWindowLog, tokenBucket } =
+  await sluiceModule<typeof Sluice>('index');
+const { connectRedis } = await sluiceModule<typeof NodeRedisConnect>('redis/node-redis/connect');
 
 const ROUTE = 'GET/bench';
 
@@ -51,7 +47,7 @@ function sluiceContender(
 
 export const contender = sluiceContender(
   'sluice',
-  'RateLimiter with default options + fixedWindow, from ../src (node-redis v6)',
+  `RateLimiter with default options + fixedWindow, connectRedis (node-redis v6), from ${SLUICE_BUILD}/`,
   {},
 );
 
@@ -107,7 +103,8 @@ export const nodeRedisSharedContender = ownClientContender(
 
 async function ownIoRedis(url: string) {
   const { Redis } = await import('ioredis');
-  const { IOREDIS_OPTIONS } = await import('../../src/redis/ioredis/stores.js');
+  const { IOREDIS_OPTIONS } =
+    await sluiceModule<typeof import('../../src/redis/ioredis/stores.js')>('redis/ioredis/stores');
   const client = new Redis(url, { ...IOREDIS_OPTIONS, lazyConnect: true });
   client.on('error', () => {}); // failures surface as rejected calls
   await client.connect();
@@ -150,7 +147,8 @@ export const noDeadlineContender: Contender = {
     {},
   ),
   async setup(url, policy) {
-    const { DeadlineQueue } = await import('../../src/limiter/deadline.js');
+    const { DeadlineQueue } =
+      await sluiceModule<typeof import('../../src/limiter/deadline.js')>('limiter/deadline');
     DeadlineQueue.prototype.track = (entry) => {
       entry.settled = false;
     };
@@ -265,7 +263,8 @@ export const metricsContender: Contender = {
     'as sluice, with prometheusMetrics() on the limiter and its client (a fresh prom-client Registry, scraped every 1 s)',
   async setup(url, { limit, windowMs }) {
     const { Registry } = await import('prom-client');
-    const { prometheusMetrics } = await import('../../src/metrics/prometheus.js');
+    const { prometheusMetrics } =
+      await sluiceModule<typeof import('../../src/metrics/prometheus.js')>('metrics/prometheus');
     const registry = new Registry();
     const metrics = prometheusMetrics({ registry });
     const client = await connectRedis({ url, metrics });
