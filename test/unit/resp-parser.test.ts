@@ -163,4 +163,13 @@ describe('RESP2 command encoding', () => {
     );
     assert.equal(encodeCommand(['PING', '']), '*2\r\n$4\r\nPING\r\n$0\r\n\r\n');
   });
+
+  it('encodes the same arguments the same way the second time (memoized), and every new one', () => {
+    const args = (i: number) => ['EVALSHA', 'a'.repeat(40), '1', `k€y${i}`, '1000', '€', String(i)];
+    const plainly = (list: readonly string[]) =>
+      `*${list.length}\r\n${list.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join('')}`;
+    // Past the memo's bound: arguments met after it is full are encoded all the same.
+    for (let i = 0; i < 1200; i++) assert.equal(encodeCommand(args(i)), plainly(args(i)));
+    for (let i = 0; i < 1200; i += 7) assert.equal(encodeCommand(args(i)), plainly(args(i)));
+  });
 });

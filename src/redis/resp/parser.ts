@@ -25,10 +25,34 @@ export class ProtocolError extends Error {
   }
 }
 
+/**
+ * Encoded bulk strings of the short arguments of `EVALSHA` calls met before: the ones every
+ * script call repeats (the script's SHA-1, a policy's limit and window, the batch ops) are
+ * encoded once. Filled up to its bound and then kept (no eviction: constants come first and
+ * stay), so what varies (keys are longer than {@link MEMO_MAX_CHARS}, ids) costs one lookup.
+ * Only `EVALSHA`'s: never a handshake's credentials.
+ */
+const encodedArgs = new Map<string, string>();
+const MEMO_ENTRIES = 512;
+const MEMO_MAX_CHARS = 48;
+
 /** `args` as a RESP array of bulk strings. */
 export function encodeCommand(args: readonly string[]): string {
   let out = `*${args.length}\r\n`;
-  for (const arg of args) out += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+  if (args[0] !== 'EVALSHA') {
+    for (const arg of args) out += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+    return out;
+  }
+  for (const arg of args) {
+    let encoded = encodedArgs.get(arg);
+    if (encoded === undefined) {
+      encoded = `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
+      if (arg.length <= MEMO_MAX_CHARS && encodedArgs.size < MEMO_ENTRIES) {
+        encodedArgs.set(arg, encoded);
+      }
+    }
+    out += encoded;
+  }
   return out;
 }
 
