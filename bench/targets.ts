@@ -65,20 +65,22 @@ function compare(
  */
 const WHY = {
   c1:
-    'At concurrency 1 each decision is one round trip and one script call for every contender. Measured ' +
-    'alone on the quiet machine (2026-12-07, bench/PROFILE.md): both processes make the same system calls per ' +
-    'decision after start-up (one write, one read, one epoll_pwait) and the same 18 µs of system time; sluice ' +
-    'spends about 5 µs more user time (41.5 against 36.2 µs of Node CPU), its own JavaScript — the scope’s ' +
-    'SHA-256 digests on random tenants (S10; rate-limiter-flexible hashes nothing), validation, the coalescer, ' +
-    'the deadline — and its garbage. That is 7–10 % of a decision, about the spread of one round: on this 2-core ' +
-    'machine a C=1 round lands near 10k or near 16k decisions/s depending on where the scheduler puts the two ' +
-    'processes, for either library.',
+    'At concurrency 1 each decision is one round trip and one script call for every contender, and a round ' +
+    'lands near one of two rates depending on where the scheduler puts the two processes (±10–15 % per ' +
+    'contender in a run). Interleaved in one process (bench/path-ab.ts, 2026-12-07, 31 rounds), sluice as ' +
+    'built reads 0.98–1.01× rate-limiter-flexible’s decisions/s and 0.98× its p50, after reading the socket ' +
+    'straight into the parser (`onread`), encoding EVALSHA’s constant arguments once and dropping the ' +
+    'closures of each script call; what it still does that rate-limiter-flexible does not is the scope’s ' +
+    'SHA-256 digest on random tenants (S10). A miss here within the spread is the machine’s bimodality.',
   c16:
     'At 16 callers the rate is round trips and the CPU of both processes per decision. The own clients now ' +
     'send their scripts over a connection of sluice’s own beside them, as `connectRedis` does ' +
     '(src/redis/beside-client.ts), and a batch of takes of one policy carries its arguments once (runs, ' +
-    'batch-wire.ts); what is left per item is its key (92 bytes against about 14) and its commands. On a ' +
-    'loaded machine this cell swings by half from round to round: read the spread.',
+    'batch-wire.ts); what is left per item is its key (92 bytes against about 14) and its commands. This ' +
+    'cell is bimodal on this 2-core machine — the floor itself read 99.9k, 99.6k and 65.9k decisions/s in ' +
+    'the three rounds of one run, sluice 96k, 62k, 64k — so a round ratio lands near 1.0× or near 1.6× ' +
+    '(seven interleaved rounds right after the 2026-12-07 17:07 run: 1.63×, 1.63×, 1.60× for the three ' +
+    'clients): read the spread.',
   throughputRlf:
     'Redis is the bottleneck of this cell: on random keys every decision creates a key with a TTL; compare ' +
     'sluice with the floors (the same script sent bare; the seed’s script batched with no hashing and short ' +
