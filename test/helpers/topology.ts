@@ -129,16 +129,35 @@ function useTopology<T extends { stop(): Promise<void> }>(start: () => Promise<T
   };
 }
 
+/** Signals whose default action ends the process. */
+const ENDING_SIGNALS: readonly NodeJS.Signals[] = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+
 /** The processes of one topology: started, killed and cleaned up together. */
 class Processes {
   readonly dir = mkdtempSync(join(tmpdir(), 'sluice-topology-'));
   readonly #children = new Map<number, ChildProcess>();
   readonly #onExit = () => this.#killAll();
+  /**
+   * A signal that ends the test process (the test runner's SIGTERM when a file outlives its
+   * timeout, a Ctrl-C) runs no `after` hook and no `exit` listener: the processes are killed
+   * here, then the signal is raised again for its usual effect (or the next topology's).
+   */
+  readonly #onSignal = (signal: NodeJS.Signals) => {
+    this.#forgetProcess();
+    this.#killAll();
+    process.kill(process.pid, signal);
+  };
   #stopped = false;
 
   constructor() {
     // A test process that dies without running `after` still leaves nothing behind.
     process.once('exit', this.#onExit);
+    for (const signal of ENDING_SIGNALS) process.once(signal, this.#onSignal);
+  }
+
+  #forgetProcess(): void {
+    process.off('exit', this.#onExit);
+    for (const signal of ENDING_SIGNALS) process.off(signal, this.#onSignal);
   }
 
   /** Starts `redis-server args…` and resolves once it answers PING on `port`. */
@@ -187,7 +206,7 @@ class Processes {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
-    process.off('exit', this.#onExit);
+    this.#forgetProcess();
     await Promise.all([...this.#children.values()].map(killChild));
     rmSync(this.dir, { recursive: true, force: true });
   }

@@ -1,0 +1,61 @@
+/**
+ * The topology fixture leaves nothing behind when its test process is ended by a signal: the
+ * test runner SIGTERMs a file that outlives its timeout, and neither `after` hooks nor `exit`
+ * listeners run then (a timed-out cluster file once left its six redis-servers running).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { nodeScript } from '../helpers/node-script.js';
+
+/** True while a process with this pid exists. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('topology fixture', () => {
+  it('a SIGTERM to the test process kills the redis-servers it started, then ends it', async () => {
+    const child = spawn(
+      process.execPath,
+      nodeScript(new URL('../fixtures/topology-signal.ts', import.meta.url)),
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let pids: number[] = [];
+    try {
+      let out = '';
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no pids within 60 s: ${out}`)), 60_000);
+        child.stdout.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (!out.includes('\n')) return;
+          clearTimeout(timer);
+          pids = JSON.parse(out.split('\n')[0] as string) as number[];
+          resolve();
+        });
+        child.once('exit', (code) => reject(new Error(`the fixture exited (${code}): ${out}`)));
+      });
+      assert.equal(pids.length, 5);
+      assert.ok(
+        pids.every((pid) => pid > 0 && alive(pid)),
+        'five running redis-servers',
+      );
+      const ended = new Promise<NodeJS.Signals | null>((resolve) =>
+        child.once('exit', (_code, signal) => resolve(signal)),
+      );
+      child.kill('SIGTERM');
+      assert.equal(await ended, 'SIGTERM', 'ended by the signal, as without the handler');
+      for (let i = 0; i < 100 && pids.some(alive); i++) await sleep(20);
+      assert.deepEqual(pids.filter(alive), [], 'every redis-server of the fixture is gone');
+    } finally {
+      // Whatever happened above: only the fixture's own pids, and the fixture itself.
+      for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
+  });
+});
