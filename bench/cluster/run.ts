@@ -13,7 +13,7 @@
  * order rotated. Writes RESULTS.md and results.json in --out.
  */
 import { type ChildProcess, fork } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -317,6 +317,7 @@ async function main(): Promise<void> {
     const summaries = summarize(runs);
     const seconds = (performance.now() - started) / 1000;
     const out = values.out.endsWith('/') ? values.out : `${values.out}/`;
+    mkdirSync(out, { recursive: true });
     writeFileSync(`${out}results.json`, `${JSON.stringify({ env, summaries, runs }, null, 2)}\n`);
     writeFileSync(`${out}RESULTS.md`, report(runs, summaries, env, seconds));
     console.log(`wrote ${out}RESULTS.md`);
