@@ -78,9 +78,9 @@ const WHY = {
     '(src/redis/beside-client.ts), and a batch of takes of one policy carries its arguments once (runs, ' +
     'batch-wire.ts); what is left per item is its key (92 bytes against about 14) and its commands. This ' +
     'cell is bimodal on this 2-core machine — the floor itself read 99.9k, 99.6k and 65.9k decisions/s in ' +
-    'the three rounds of one run, sluice 96k, 62k, 64k — so a round ratio lands near 1.0× or near 1.6× ' +
-    '(seven interleaved rounds right after the 2026-12-07 17:07 run: 1.63×, 1.63×, 1.60× for the three ' +
-    'clients): read the spread.',
+    'the three rounds of one run, sluice 96k, 62k, 64k — so a round ratio lands near 1.0× or near 1.6×; ' +
+    'the median of 3 rounds can fall either way (2026-12-07 17:07, 3 rounds: 1.03×, 1.08×, 1.42× for the ' +
+    'three clients; 18:15, 5 rounds: 1.27×, 1.72×, 1.70×): read the spread.',
   throughputRlf:
     'Redis is the bottleneck of this cell: on random keys every decision creates a key with a TTL; compare ' +
     'sluice with the floors (the same script sent bare; the seed’s script batched with no hashing and short ' +
