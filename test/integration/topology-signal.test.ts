@@ -5,17 +5,26 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { nodeScript } from '../helpers/node-script.js';
 
-/** True while a process with this pid exists. */
+/**
+ * True while the process with this pid runs: it exists and is not a zombie (one killed and not
+ * yet reaped by whoever inherited it, which on a busy machine may take a while).
+ */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch {
     return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false; // gone between the two looks
   }
 }
 
@@ -50,7 +59,7 @@ describe('topology fixture', () => {
       );
       child.kill('SIGTERM');
       assert.equal(await ended, 'SIGTERM', 'ended by the signal, as without the handler');
-      for (let i = 0; i < 100 && pids.some(alive); i++) await sleep(20);
+      for (let i = 0; i < 250 && pids.some(alive); i++) await sleep(20);
       assert.deepEqual(pids.filter(alive), [], 'every redis-server of the fixture is gone');
     } finally {
       // Whatever happened above: only the fixture's own pids, and the fixture itself.

@@ -38,16 +38,13 @@ const MEMO_MAX_CHARS = 48;
 
 /** `args` as a RESP array of bulk strings. */
 export function encodeCommand(args: readonly string[]): string {
+  const memo = args[0] === 'EVALSHA';
   let out = `*${args.length}\r\n`;
-  if (args[0] !== 'EVALSHA') {
-    for (const arg of args) out += `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
-    return out;
-  }
   for (const arg of args) {
-    let encoded = encodedArgs.get(arg);
+    let encoded = memo ? encodedArgs.get(arg) : undefined;
     if (encoded === undefined) {
       encoded = `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
-      if (arg.length <= MEMO_MAX_CHARS && encodedArgs.size < MEMO_ENTRIES) {
+      if (memo && arg.length <= MEMO_MAX_CHARS && encodedArgs.size < MEMO_ENTRIES) {
         encodedArgs.set(arg, encoded);
       }
     }
