@@ -15,5 +15,10 @@ const stream = run({
 stream.on('test:fail', (data) => {
   if (!data.todo) process.exitCode = 1;
 });
-if (process.stdout.isTTY) stream.compose(new spec()).pipe(process.stdout);
-else stream.compose(tap).pipe(process.stdout);
+const report = process.stdout.isTTY ? stream.compose(new spec()) : stream.compose(tap);
+report.pipe(process.stdout);
+// Once the report has ended, every file has a verdict; a file's process that outlived the
+// runner's SIGTERM (a file past its timeout) would still hold this one open, and with it the
+// suite. So this process ends then (a timer that holds nothing open itself), and
+// scripts/test-guard.mjs names and kills what is left.
+report.once('end', () => setTimeout(() => process.exit(), 1_000).unref());

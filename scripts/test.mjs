@@ -16,6 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runGuarded } from './test-guard.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const build = join(root, '.test-build');
@@ -132,14 +133,18 @@ function files(filters) {
 // Each test may take 3 minutes; a longer soak (`npm run test:soak`) gets its length and 2 more.
 const soakMs = Number(process.env.SLUICE_SOAK_SECONDS ?? 0) * 1000;
 const timeoutMs = Math.max(180_000, soakMs + 120_000);
+// The whole suite (about 5 minutes on 2 cores) may take 30, a soak's length more
+// (SLUICE_SUITE_TIMEOUT_S to change it): past it, scripts/test-guard.mjs names the files
+// still running and ends them.
+const suiteMs = Number(process.env.SLUICE_SUITE_TIMEOUT_S ?? 1800) * 1000 + soakMs;
 
 compile();
 const chosen = files(process.argv.slice(2));
 console.log(`running ${chosen.length} test files from ${relative(root, out)}/`);
-// The files run by scripts/test-run.mjs (Node's test runner, in this order: see there).
-const run = spawnSync(
-  process.execPath,
-  [
+// The files run by scripts/test-run.mjs (Node's test runner, in this order: see there),
+// guarded by scripts/test-guard.mjs: a process group of its own, a deadline, nothing left over.
+const status = await runGuarded({
+  args: [
     // SLUICE_TEST_TIMINGS=<file.jsonl>: each test file's wall time appended there (see
     // scripts/test-timings.mjs); the output is the same.
     ...(process.env.SLUICE_TEST_TIMINGS
@@ -147,15 +152,13 @@ const run = spawnSync(
       : []),
     join(root, 'scripts/test-run.mjs'),
   ],
-  {
-    cwd: root,
-    stdio: 'inherit',
-    env: {
-      ...process.env,
-      SLUICE_TEST_COMPILED: '1',
-      SLUICE_TEST_FILES: JSON.stringify(chosen),
-      SLUICE_TEST_TIMEOUT_MS: String(timeoutMs),
-    },
+  cwd: root,
+  env: {
+    ...process.env,
+    SLUICE_TEST_COMPILED: '1',
+    SLUICE_TEST_FILES: JSON.stringify(chosen),
+    SLUICE_TEST_TIMEOUT_MS: String(timeoutMs),
   },
-);
-process.exit(run.status ?? 1);
+  suiteMs,
+});
+process.exit(status);

@@ -1,0 +1,96 @@
+/**
+ * The suite's guard (scripts/test-guard.mjs): the suite ends, and leaves nothing running, even
+ * when a test file outlives the test runner's SIGTERM. A CI run once waited out its 90 minutes
+ * on such a file: the runner's process stayed open while the file's did.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { COMPILED, nodeScript } from '../helpers/node-script.js';
+
+interface Guard {
+  runGuarded(options: {
+    args: string[];
+    env: NodeJS.ProcessEnv;
+    cwd: string;
+    suiteMs: number;
+    graceMs?: number;
+    settleMs?: number;
+    stdio?: 'ignore';
+    log?: (line: string) => void;
+  }): Promise<number>;
+  groupMembers(pgid: number): { pid: number; command: string }[];
+}
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const guard = (await import(
+  new URL('../../scripts/test-guard.mjs', import.meta.url).href
+)) as Guard;
+const fixture = nodeScript(new URL('../fixtures/runner/survives-sigterm.ts', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'sluice-guard-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Runs scripts/test-run.mjs on the fixture through the guard; its status, log and pids. */
+async function guarded(name: string, fileTimeoutMs: number, suiteMs: number) {
+  const pidsFile = join(dir, `${name}.json`);
+  const log: string[] = [];
+  // Not this file's own runner context: the runner would report to it as its child.
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SLUICE_TEST_FILES: JSON.stringify([fixture.at(-1)]),
+    SLUICE_TEST_TIMEOUT_MS: String(fileTimeoutMs),
+    SLUICE_GUARD_PIDS: pidsFile,
+  };
+  delete env.NODE_TEST_CONTEXT;
+  const status = await guard.runGuarded({
+    // The runner passes its own flags (tsx's, when the tests run uncompiled) to the file.
+    args: [...(COMPILED ? [] : ['--import', 'tsx']), join(root, 'scripts/test-run.mjs')],
+    cwd: root,
+    env,
+    suiteMs,
+    graceMs: 1_000,
+    settleMs: 500,
+    stdio: 'ignore',
+    log: (line) => log.push(line),
+  });
+  const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+  return { status, log: log.join('\n'), pids };
+}
+
+describe('the test guard', () => {
+  it('a file that survives the runner’s SIGTERM: the runner still ends, the file and its child are killed, the suite fails', async () => {
+    const { status, log, pids } = await guarded('survives', 1_500, 120_000);
+    assert.equal(status, 1);
+    // Ended because the runner ended (not by the suite's deadline), and said what it killed.
+    assert.match(log, /left running after the test runner ended/, log);
+    assert.doesNotMatch(log, /ran past/, log);
+    assert.match(log, /survives-sigterm/, log);
+    assert.equal(pids.length, 2);
+    assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
+  });
+
+  it('the suite’s deadline: the files still running are named and ended', async () => {
+    const { status, log, pids } = await guarded('overdue', 120_000, 4_000);
+    assert.equal(status, 1);
+    assert.match(log, /the suite ran past its 4 s; still running:/, log);
+    assert.match(log, /survives-sigterm/, log);
+    assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
+  });
+});
