@@ -211,12 +211,19 @@ class Processes {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  /** Synchronous, for `exit`: SIGKILL each pid started here that still runs. */
+  /**
+   * Synchronous, for `exit` and the signals: SIGKILL each pid started here that still runs,
+   * then removes the directory. Never throws: a throw in a signal listener would keep the
+   * process alive (the test runner's harness catches it), and the suite waiting on it. The
+   * directory may well fail to go (a server killed an instant ago can still be writing to it).
+   */
   #killAll(): void {
     for (const child of this.#children.values()) {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
-    rmSync(this.dir, { recursive: true, force: true });
+    try {
+      rmSync(this.dir, { recursive: true, force: true });
+    } catch {}
   }
 }
 
