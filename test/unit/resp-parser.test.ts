@@ -132,6 +132,33 @@ describe('RESP2 reply parser', () => {
     assert.deepEqual(parse(chunks), [text, 7]);
   });
 
+  it('a long array read in small pieces is not parsed again from its start on every piece', () => {
+    // 10,000 elements of 2 values (about 280 KB), in reads of 16 bytes: before, every read
+    // parsed the reply again from its start (17,000 parses, the work growing with the square
+    // of the reply's size). Each parse of an incomplete reply joins the bytes held
+    // (Buffer.concat), so those calls count the parses.
+    const rows = Array.from({ length: 10_000 }, (_, i) => [i, `v${String(i).padStart(9, '0')}`]);
+    const wire = Buffer.from(
+      `*${rows.length}\r\n${rows.map(([n, v]) => `*2\r\n:${n}\r\n$10\r\n${v}\r\n`).join('')}`,
+    );
+    const chunks: Buffer[] = [];
+    for (let i = 0; i < wire.length; i += 16) chunks.push(wire.subarray(i, i + 16));
+    const concat = Buffer.concat;
+    let parses = 0;
+    Buffer.concat = (...args: Parameters<typeof concat>) => {
+      parses++;
+      return concat(...args);
+    };
+    let replies: unknown[];
+    try {
+      replies = parse(chunks);
+    } finally {
+      Buffer.concat = concat;
+    }
+    assert.deepEqual(replies, [rows]);
+    assert.ok(parses < 500, `${parses} parses of ${chunks.length} reads`);
+  });
+
   it('refuses a stream that is not RESP2', () => {
     for (const wire of ['?x\r\n', ':1x\r\n', ':\r\n', '$3\r\nabcd\r\n', '+OK\rX', '*1\r\n:-\r\n']) {
       const parser = new ReplyParser(() => {});

@@ -62,6 +62,9 @@ const LF = 10;
 const MINUS = 45;
 const ZERO = 48;
 
+/** The bytes of the shortest RESP2 value (`+\r\n`, `-\r\n`). */
+const MIN_VALUE_BYTES = 3;
+
 /** Arrays deeper than this are refused (a script cannot return them; a guard on recursion). */
 const MAX_DEPTH = 64;
 
@@ -182,7 +185,15 @@ export class ReplyParser {
         const array: unknown[] = new Array(length);
         for (let i = 0; i < length; i++) {
           const element = this.#value(depth + 1);
-          if (element === INCOMPLETE) return INCOMPLETE;
+          if (element === INCOMPLETE) {
+            // The elements after this one need 3 bytes each at least ("+\r\n"): no use
+            // parsing again before they can be there. Without this bound a long array read
+            // in small pieces was parsed again from its start on every piece.
+            this.#replyNeeds =
+              Math.max(this.#replyNeeds, buffer.length - this.#replyStart + 1) +
+              MIN_VALUE_BYTES * (length - i - 1);
+            return INCOMPLETE;
+          }
           array[i] = element;
         }
         return array;
