@@ -67,6 +67,16 @@ async function outcome(limiter: RateLimiter): Promise<{ outcome: string; ms: num
   return { outcome: result, ms: performance.now() - started };
 }
 
+/** Takes until one is allowed, for up to `withinMs`: the ms that took, or undefined. */
+async function untilAllowed(limiter: RateLimiter, withinMs: number): Promise<number | undefined> {
+  const started = performance.now();
+  while (performance.now() - started < withinMs) {
+    if ((await outcome(limiter)).outcome === 'allowed') return performance.now() - started;
+    await sleep(20);
+  }
+  return undefined;
+}
+
 for (const kind of ['node-redis client of your own', 'ioredis', 'connectRedis'] as const) {
   describe(`a connection that answers nothing: ${kind}`, () => {
     it('never OverloadError, no slot held past stallTimeoutMs, calls fail at once while stalled, resume once healed', async () => {
@@ -78,7 +88,9 @@ for (const kind of ['node-redis client of your own', 'ioredis', 'connectRedis'] 
         stallTimeoutMs: STALL_MS,
         denialCache: false,
       });
-      assert.equal((await outcome(limiter)).outcome, 'allowed');
+      // The first calls also open sluice's script connection (beside a client of your own):
+      // on a loaded machine that can take longer than one 100-ms deadline.
+      assert.ok((await untilAllowed(limiter, 10_000)) !== undefined, 'decisions before the stall');
       proxy.mode = 'blackhole';
       const started = performance.now();
       const seen: { outcome: string; ms: number; at: number }[] = [];
@@ -116,15 +128,7 @@ for (const kind of ['node-redis client of your own', 'ioredis', 'connectRedis'] 
       assert.ok(limiter.stats().inFlight <= 2, `still in flight: ${limiter.stats().inFlight}`);
       // The path heals: decisions resume.
       proxy.mode = 'pass';
-      const healed = performance.now();
-      let resumed: number | undefined;
-      while (performance.now() - healed < 10_000) {
-        if ((await outcome(limiter)).outcome === 'allowed') {
-          resumed = performance.now() - healed;
-          break;
-        }
-        await sleep(20);
-      }
+      const resumed = await untilAllowed(limiter, 10_000);
       console.log(
         JSON.stringify({ blackHoleHealed: kind, resumedAfterMs: Math.round(resumed ?? -1) }),
       );
@@ -171,7 +175,7 @@ describe('a connection frozen for good while new connections work (a load balanc
         stallTimeoutMs: STALL_MS,
         denialCache: false,
       });
-      assert.equal((await outcome(limiter)).outcome, 'allowed');
+      assert.ok((await untilAllowed(limiter, 10_000)) !== undefined, 'decisions before the freeze');
       proxy.freezeConnections();
       const frozenAt = performance.now();
       const seen: string[] = [];
