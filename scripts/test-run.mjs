@@ -10,7 +10,7 @@ const files = JSON.parse(process.env.SLUICE_TEST_FILES ?? '[]');
 const stream = run({
   files,
   concurrency: Number(process.env.SLUICE_TEST_CONCURRENCY ?? 4),
-  timeout: Number(process.env.SLUICE_TEST_TIMEOUT_MS ?? 180_000),
+  timeout: Number(process.env.SLUICE_TEST_TIMEOUT_MS ?? 300_000),
 });
 stream.on('test:fail', (data) => {
   if (!data.todo) process.exitCode = 1;
