@@ -13,18 +13,20 @@
 //   fails: a test left it behind;
 // - SIGINT, SIGTERM and SIGHUP to this process end the group first.
 // Only that group is ever signalled: processes the suite started, by their group id.
-import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 /** Signals that end the guard, and with it the group. */
 const ENDING = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /**
- * The live processes of process group `pgid` (not zombies), read from /proc.
+ * The live processes of process group `pgid` (not zombies), read from /proc, or from `ps`
+ * where there is no /proc (macOS).
  * @param {number} pgid
  * @returns {{ pid: number, command: string }[]}
  */
 export function groupMembers(pgid) {
+  if (!existsSync('/proc/self/stat')) return membersFromPs(pgid);
   const members = [];
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
@@ -42,6 +44,17 @@ export function groupMembers(pgid) {
       command = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim();
     } catch {}
     members.push({ pid: Number(name), command });
+  }
+  return members;
+}
+
+function membersFromPs(pgid) {
+  const out = execFileSync('ps', ['-A', '-o', 'pid=,pgid=,stat=,command='], { encoding: 'utf8' });
+  const members = [];
+  for (const line of out.split('\n')) {
+    const match = /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(line);
+    if (match === null || Number(match[2]) !== pgid || match[3].startsWith('Z')) continue;
+    members.push({ pid: Number(match[1]), command: match[4] });
   }
   return members;
 }
