@@ -127,13 +127,14 @@ export async function runGuarded({
     runner.once('exit', (code, signal) => resolve({ code, signal })),
   );
 
-  let ending = false;
-  const onSignal = async (signal) => {
-    if (ending) return;
-    ending = true;
-    log(`test guard: ${signal}: ending the suite's processes`);
-    await endGroup(pgid, graceMs);
-    process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGHUP' ? 1 : 15));
+  /** Set by a signal: ends the group, then this process (with 128 + the signal's number). */
+  let ending;
+  const onSignal = (signal) => {
+    ending ??= (async () => {
+      log(`test guard: ${signal}: ending the suite's processes`);
+      await endGroup(pgid, graceMs);
+      process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGHUP' ? 1 : 15));
+    })();
   };
   for (const signal of ENDING) process.on(signal, onSignal);
 
@@ -143,6 +144,7 @@ export async function runGuarded({
   });
   const outcome = await Promise.race([exited, overdue]);
   clearTimeout(timer);
+  if (ending !== undefined) await ending; // the runner ended by the signal: exits from there
 
   let status;
   if (outcome === 'overdue') {

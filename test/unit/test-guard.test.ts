@@ -4,10 +4,12 @@
  * on such a file: the runner's process stayed open while the file's did.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { COMPILED, nodeScript } from '../helpers/node-script.js';
 
@@ -29,7 +31,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const guard = (await import(
   new URL('../../scripts/test-guard.mjs', import.meta.url).href
 )) as Guard;
-const fixture = nodeScript(new URL('../fixtures/runner/survives-sigterm.ts', import.meta.url));
+const fixture = nodeScript(new URL('../fixtures/runner/waits.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'sluice-guard-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -57,6 +59,7 @@ async function guarded(name: string, fileTimeoutMs: number, suiteMs: number) {
     SLUICE_TEST_FILES: JSON.stringify([fixture.at(-1)]),
     SLUICE_TEST_TIMEOUT_MS: String(fileTimeoutMs),
     SLUICE_GUARD_PIDS: pidsFile,
+    SLUICE_GUARD_SURVIVE: '1',
   };
   delete env.NODE_TEST_CONTEXT;
   const status = await guard.runGuarded({
@@ -81,16 +84,42 @@ describe('the test guard', () => {
     // Ended because the runner ended (not by the suite's deadline), and said what it killed.
     assert.match(log, /left running after the test runner ended/, log);
     assert.doesNotMatch(log, /ran past/, log);
-    assert.match(log, /survives-sigterm/, log);
+    assert.match(log, /waits\.js|waits\.ts/, log);
     assert.equal(pids.length, 2);
     assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
+  });
+
+  it('a SIGINT (Ctrl-C) to the guard ends the suite’s processes, then the guard with 130', async () => {
+    const pidsFile = join(dir, 'sigint.json');
+    const child = spawn(
+      process.execPath,
+      nodeScript(new URL('../fixtures/runner/guarded.ts', import.meta.url)),
+      { env: { ...process.env, SLUICE_GUARD_PIDS: pidsFile }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      for (let i = 0; i < 600 && !existsSync(pidsFile); i++) await sleep(50);
+      await sleep(100); // the file is written in one call; let it be complete
+      const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+      assert.deepEqual(pids.filter(alive), pids, 'the file and its grandchild run');
+      child.kill('SIGINT');
+      assert.equal(await exited, 130, stderr);
+      assert.match(stderr, /SIGINT: ending the suite's processes/);
+      assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    }
   });
 
   it('the suite’s deadline: the files still running are named and ended', async () => {
     const { status, log, pids } = await guarded('overdue', 120_000, 4_000);
     assert.equal(status, 1);
     assert.match(log, /the suite ran past its 4 s; still running:/, log);
-    assert.match(log, /survives-sigterm/, log);
+    assert.match(log, /waits\.js|waits\.ts/, log);
     assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
   });
 });
