@@ -5,30 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { alive } from '../helpers/alive.js';
 import { nodeScript } from '../helpers/node-script.js';
-
-/**
- * True while the process with this pid runs: it exists and is not a zombie (one killed and not
- * yet reaped by whoever inherited it, which on a busy machine may take a while).
- */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false; // gone between the two looks
-  }
-}
 
 /** Whether chattr can pin a file here (ext4 and the like, as root); not on tmpfs. */
 function canPin(): boolean {

@@ -10,67 +10,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { COMPILED, nodeScript } from '../helpers/node-script.js';
+import { alive } from '../helpers/alive.js';
+import { guardWaits } from '../helpers/guard.js';
+import { nodeScript } from '../helpers/node-script.js';
 
-interface Guard {
-  runGuarded(options: {
-    args: string[];
-    env: NodeJS.ProcessEnv;
-    cwd: string;
-    suiteMs: number;
-    graceMs?: number;
-    settleMs?: number;
-    stdio?: 'ignore';
-    log?: (line: string) => void;
-  }): Promise<number>;
-  groupMembers(pgid: number): { pid: number; command: string }[];
-}
-
-const root = fileURLToPath(new URL('../../', import.meta.url));
-const guard = (await import(
-  new URL('../../scripts/test-guard.mjs', import.meta.url).href
-)) as Guard;
-const fixture = nodeScript(new URL('../fixtures/runner/waits.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'sluice-guard-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** Runs scripts/test-run.mjs on the fixture through the guard; its status, log and pids. */
+/** The guard on a file that outlives the runner's SIGTERM: its status, log and the pids. */
 async function guarded(name: string, fileTimeoutMs: number, suiteMs: number) {
   const pidsFile = join(dir, `${name}.json`);
   const log: string[] = [];
-  // Not this file's own runner context: the runner would report to it as its child.
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    SLUICE_TEST_FILES: JSON.stringify([fixture.at(-1)]),
-    SLUICE_TEST_TIMEOUT_MS: String(fileTimeoutMs),
-    SLUICE_GUARD_PIDS: pidsFile,
-    SLUICE_GUARD_SURVIVE: '1',
-  };
-  delete env.NODE_TEST_CONTEXT;
-  const status = await guard.runGuarded({
-    // The runner passes its own flags (tsx's, when the tests run uncompiled) to the file.
-    args: [...(COMPILED ? [] : ['--import', 'tsx']), join(root, 'scripts/test-run.mjs')],
-    cwd: root,
-    env,
+  const status = await guardWaits({
+    pidsFile,
+    survive: true,
+    fileTimeoutMs,
     suiteMs,
-    graceMs: 1_000,
     settleMs: 500,
-    stdio: 'ignore',
     log: (line) => log.push(line),
   });
   const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
