@@ -135,7 +135,7 @@ function files(filters) {
 // length and 2 more.
 const soakMs = Number(process.env.SLUICE_SOAK_SECONDS ?? 0) * 1000;
 const timeoutMs = Math.max(300_000, soakMs + 120_000);
-// The whole suite (about 5 minutes on 2 cores) may take 30, a soak's length more
+// The whole suite (about 6 minutes on 2 cores) may take 30, a soak's length more
 // (SLUICE_SUITE_TIMEOUT_S to change it): past it, scripts/test-guard.mjs names the files
 // still running and ends them.
 const suiteMs = Number(process.env.SLUICE_SUITE_TIMEOUT_S ?? 1800) * 1000 + soakMs;
