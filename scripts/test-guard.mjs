@@ -1,35 +1,44 @@
-// The suite's guard: `scripts/test.mjs` runs the test runner through it, so that the suite
-// always ends, and ends with nothing of its own left running.
+// The suite's guard: `scripts/test.mjs` runs the compiler and the test runner through it, so
+// that the suite always ends, and ends with nothing of its own left running.
 //
 // Node's test runner ends a test file that outlives its timeout with one SIGTERM and goes on;
 // a file that survives it (a SIGTERM listener that throws — the runner's harness catches the
 // exception — or an event loop blocked in a synchronous call) keeps the runner's process, and
 // so the suite, running for ever. A CI run once waited out its 90 minutes that way. Here:
-// - the runner runs in a process group of its own, which every test file, worker and
-//   redis-server of the suite joins (none of them detaches);
-// - the whole suite has a deadline: past it, the test files still running are named, and the
-//   group is ended (SIGTERM, then SIGKILL);
-// - when the runner ends, whatever of the group still runs is named and killed, and the suite
+// - the command runs in a process group of its own, which every test file, worker and
+//   redis-server of the suite joins; each also inherits a token of this run in its
+//   environment (SLUICE_SUITE_RUN), which finds one that left the group (a detached child);
+// - the whole run has a deadline: past it, what still runs is named (the test files first) and
+//   ended (SIGTERM, then SIGKILL);
+// - when the command ends, whatever of the suite still runs is named and killed, and the run
 //   fails: a test left it behind;
-// - SIGINT, SIGTERM and SIGHUP to this process end the group first.
-// Only that group is ever signalled: processes the suite started, by their group id.
+// - SIGINT, SIGTERM and SIGHUP to this process end the suite's processes first, then this
+//   process, with 128 + the signal's number.
+// Only the suite's processes are ever signalled: its group, and the pids that carry its token.
 import { execFileSync, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
-/** Signals that end the guard, and with it the group. */
-const ENDING = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+/** Signals that end the guard, and with it the suite's processes; their numbers. */
+const ENDING = { SIGHUP: 1, SIGINT: 2, SIGTERM: 15 };
+
+/** The longest delay a Node timer takes (about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+const HAS_PROC = existsSync('/proc/self/stat');
 
 /**
- * The live processes of process group `pgid` (not zombies), read from /proc, or from `ps`
- * where there is no /proc (macOS).
+ * The live processes (not zombies) of process group `pgid`, and, where /proc is readable,
+ * those whose environment holds `marker` (`NAME=value`), in or out of the group.
  * @param {number} pgid
+ * @param {string} [marker]
  * @returns {{ pid: number, command: string }[]}
  */
-export function groupMembers(pgid) {
-  if (!existsSync('/proc/self/stat')) return membersFromPs(pgid);
-  const members = [];
+export function suiteProcesses(pgid, marker) {
+  if (!HAS_PROC) return membersFromPs(pgid);
+  const found = [];
   for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
+    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     let stat;
     try {
       stat = readFileSync(`/proc/${name}/stat`, 'utf8');
@@ -38,16 +47,27 @@ export function groupMembers(pgid) {
     }
     // "pid (comm) state ppid pgrp …": comm may hold spaces and parentheses.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (fields[0] === 'Z' || Number(fields[2]) !== pgid) continue;
+    if (fields[0] === 'Z') continue;
+    if (Number(fields[2]) !== pgid && !hasMarker(name, marker)) continue;
     let command = '';
     try {
       command = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0').join(' ').trim();
     } catch {}
-    members.push({ pid: Number(name), command });
+    found.push({ pid: Number(name), command });
   }
-  return members;
+  return found;
 }
 
+function hasMarker(pid, marker) {
+  if (marker === undefined) return false;
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(marker);
+  } catch {
+    return false; // gone, or not ours to read
+  }
+}
+
+/** Without /proc (macOS): the group's members, from `ps`. */
 function membersFromPs(pgid) {
   const out = execFileSync('ps', ['-A', '-o', 'pid=,pgid=,stat=,command='], { encoding: 'utf8' });
   const members = [];
@@ -59,115 +79,145 @@ function membersFromPs(pgid) {
   return members;
 }
 
-/** Signals the whole group; false once no process of it is left. */
-function signalGroup(pgid, signal) {
-  try {
-    process.kill(-pgid, signal);
-    return true;
-  } catch {
-    return false; // ESRCH: the group is empty
-  }
-}
-
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Waits up to `ms` for the group to empty; true if it did. */
-async function emptied(pgid, ms) {
-  const until = Date.now() + ms;
-  for (;;) {
-    if (groupMembers(pgid).length === 0) return true;
-    if (Date.now() >= until) return false;
-    await sleep(50);
-  }
-}
-
-/** SIGTERM to the group, then SIGKILL to what is left after `graceMs`. */
-async function endGroup(pgid, graceMs) {
-  if (!signalGroup(pgid, 'SIGTERM')) return;
-  if (await emptied(pgid, graceMs)) return;
-  signalGroup(pgid, 'SIGKILL');
-  await emptied(pgid, 5_000);
-}
-
-function describe(members) {
-  return members.map(({ pid, command }) => `  ${pid} ${command}`).join('\n');
+function describe(processes) {
+  return processes.map(({ pid, command }) => `  ${pid} ${command}`).join('\n');
 }
 
 /**
- * Runs `node <args…>` in a process group of its own, with stdio inherited, and resolves to
- * the exit code the suite should have: the runner's own, or 1 when the suite ran past
- * `suiteMs` or left processes running.
- * @param {{ args: string[], env: NodeJS.ProcessEnv, cwd: string, suiteMs: number,
- *   graceMs?: number, settleMs?: number, stdio?: import('node:child_process').StdioOptions,
- *   log?: (line: string) => void }} options
- *   `graceMs`: from SIGTERM to SIGKILL (5 s); `settleMs`: how long processes of the group
- *   may take to end after the runner did before they count as left behind (3 s); `stdio`:
- *   the runner's (inherited).
+ * Runs `node <args…>` in a process group of its own and resolves to the exit code the run
+ * should have: the command's own, or 1 when it ran past `deadlineMs` or left processes
+ * running. A signal to this process ends the command's processes, then this process.
+ * @param {{ args: string[], env: NodeJS.ProcessEnv, cwd: string, deadlineMs: number,
+ *   what?: string, graceMs?: number, settleMs?: number,
+ *   stdio?: import('node:child_process').StdioOptions, log?: (line: string) => void }} options
+ *   `deadlineMs`: for the whole run, a whole number above 0; `what`: the command, as the log
+ *   names it ("the test runner"); `graceMs`: from SIGTERM to SIGKILL (5 s); `settleMs`: how
+ *   long processes may take to end after the command did before they count as left behind
+ *   (3 s); `stdio`: the command's (inherited).
  * @returns {Promise<number>}
+ * @throws {RangeError} when `deadlineMs` is not a whole number above 0.
  */
 export async function runGuarded({
   args,
   env,
   cwd,
-  suiteMs,
+  deadlineMs,
+  what = 'the test runner',
   graceMs = 5_000,
   settleMs = 3_000,
   stdio = 'inherit',
   log = (line) => console.error(line),
 }) {
-  // detached: the runner leads a new process group (and session), which its children join.
-  const runner = spawn(process.execPath, args, { cwd, env, stdio, detached: true });
-  const pgid = runner.pid;
+  if (!Number.isSafeInteger(deadlineMs) || deadlineMs <= 0) {
+    throw new RangeError(`deadlineMs: expected a whole number of ms above 0, got ${deadlineMs}`);
+  }
+  const marker = `SLUICE_SUITE_RUN=${randomUUID()}`;
+  const [markerName, markerValue] = marker.split('=');
+  // detached: the command leads a new process group (and session), which its children join.
+  const command = spawn(process.execPath, args, {
+    cwd,
+    env: { ...env, [markerName]: markerValue },
+    stdio,
+    detached: true,
+  });
+  const pgid = command.pid;
   if (pgid === undefined) {
-    await new Promise((resolve) => runner.once('error', resolve));
-    log('test guard: the test runner did not start');
+    await new Promise((resolve) => command.once('error', resolve));
+    log(`test guard: ${what} did not start`);
     return 1;
   }
   const exited = new Promise((resolve) =>
-    runner.once('exit', (code, signal) => resolve({ code, signal })),
+    command.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  const running = () => suiteProcesses(pgid, marker);
 
-  /** Set by a signal: ends the group, then this process (with 128 + the signal's number). */
+  /** Signals every process of the run; false once none is left. */
+  const signalAll = (signal) => {
+    let any = false;
+    try {
+      process.kill(-pgid, signal);
+      any = true;
+    } catch {} // ESRCH: the group is empty
+    for (const { pid } of running()) {
+      try {
+        process.kill(pid, signal);
+        any = true;
+      } catch {}
+    }
+    return any;
+  };
+  /** Waits up to `ms` for every process of the run to end; true if they did. */
+  const ended = async (ms) => {
+    const until = Date.now() + ms;
+    for (;;) {
+      if (running().length === 0) return true;
+      if (Date.now() >= until) return false;
+      await sleep(50);
+    }
+  };
+  /** SIGTERM to every process of the run, then SIGKILL to what is left after `graceMs`. */
+  const endAll = async () => {
+    if (!signalAll('SIGTERM')) return;
+    if (await ended(graceMs)) return;
+    signalAll('SIGKILL');
+    await ended(5_000);
+  };
+
+  /** Set by a signal: ends the run's processes, then this process (128 + its number). */
   let ending;
   const onSignal = (signal) => {
     ending ??= (async () => {
-      log(`test guard: ${signal}: ending the suite's processes`);
-      await endGroup(pgid, graceMs);
-      process.exit(128 + (signal === 'SIGINT' ? 2 : signal === 'SIGHUP' ? 1 : 15));
+      log(`test guard: ${signal}: ending ${what} and what it started`);
+      await endAll();
+      process.exit(128 + ENDING[signal]);
     })();
   };
-  for (const signal of ENDING) process.on(signal, onSignal);
+  for (const signal of Object.keys(ENDING)) process.on(signal, onSignal);
 
+  // A deadline longer than a Node timer takes is waited for in steps.
+  const deadline = Date.now() + deadlineMs;
   let timer;
   const overdue = new Promise((resolve) => {
-    timer = setTimeout(() => resolve('overdue'), suiteMs);
+    const arm = () => {
+      const left = deadline - Date.now();
+      timer = left <= 0 ? undefined : setTimeout(arm, Math.min(left, MAX_TIMER_MS));
+      if (timer === undefined) resolve('overdue');
+    };
+    arm();
   });
   const outcome = await Promise.race([exited, overdue]);
   clearTimeout(timer);
-  if (ending !== undefined) await ending; // the runner ended by the signal: exits from there
 
   let status;
-  if (outcome === 'overdue') {
-    const running = groupMembers(pgid);
-    const files = running.filter(({ command }) => /\.test\.[cm]?js\b/.test(command));
-    log(
-      `test guard: the suite ran past its ${Math.round(suiteMs / 1000)} s; still running:\n` +
-        describe(files.length > 0 ? files : running),
+  if (ending !== undefined) {
+    status = 1; // the signal's handler exits
+  } else if (outcome === 'overdue') {
+    // The test files first: the ones to look at.
+    const left = running().sort(
+      (a, b) =>
+        Number(/\.test\.[cm]?js\b/.test(b.command)) - Number(/\.test\.[cm]?js\b/.test(a.command)),
     );
-    await endGroup(pgid, graceMs);
+    log(
+      `test guard: ${what} ran past its ${Math.round(deadlineMs / 1000)} s; still running:\n${describe(left)}`,
+    );
+    await endAll();
     status = 1;
   } else {
     const { code, signal } = outcome;
     status = code ?? (signal ? 1 : 0);
-    if (!(await emptied(pgid, settleMs))) {
+    if (!(await ended(settleMs))) {
       log(
-        'test guard: left running after the test runner ended (killed now; a test did not stop them):\n' +
-          describe(groupMembers(pgid)),
+        `test guard: left running after ${what} ended (killed now; a test did not stop them):\n` +
+          describe(running()),
       );
-      await endGroup(pgid, graceMs);
+      await endAll();
       status = 1;
     }
   }
-  for (const signal of ENDING) process.off(signal, onSignal);
+  // A signal met on the way: its handler ends this process, with its own code.
+  if (ending !== undefined) await ending;
+  for (const signal of Object.keys(ENDING)) process.off(signal, onSignal);
   return status;
 }

@@ -12,59 +12,15 @@
 // `npm test` builds `dist/` first.
 //
 // node scripts/test.mjs [file filter…]   (e.g. `node scripts/test.mjs outage cli`)
-import { spawnSync } from 'node:child_process';
 import { cpSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { chooseFiles, wholeSeconds } from './test-files.mjs';
 import { runGuarded } from './test-guard.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const build = join(root, '.test-build');
 const out = join(root, '.test');
-
-/**
- * The slow group, in the order they start: each holds the suite open for a while (a soak, an outage,
- * other processes, a packed install, topologies), so they start first and the short files
- * fill the gaps around them.
- */
-const SLOW = [
-  // Long and mostly waiting (outages held, failovers, a timed soak) …
-  'soak',
-  'outage',
-  'failover',
-  // … with the files that spawn many processes (a packed install, tsc, clusters) spread
-  // among files that wait, so that no more than two or three of them share the cores.
-  'cli',
-  'conformance',
-  'package',
-  'stall-watchdog',
-  'sentinel',
-  'readme-examples',
-  'serve-bounds',
-  'dead-connection',
-  'cluster',
-  'model',
-  'script-time',
-  'serve-cluster',
-  'serve-sentinel',
-  'fast-path',
-  'race',
-  'fixed-window',
-  'demo',
-  'http-node',
-  'processes',
-  'take-all-processes',
-  'concurrency-processes',
-  // 10–35 s each in a run of the whole suite (SLUICE_TEST_TIMINGS): not left for the end.
-  'priced',
-  'serve-processes',
-  'serve-reload',
-  'nextjs',
-  'sliding-window-log-weighted',
-  'serve-trial',
-  'http-settle',
-  'fuzz',
-];
 
 /**
  * Where a compiled file's relative import leads: the module it names in the sources, mapped
@@ -92,15 +48,18 @@ function pointImports(file, source) {
   if (pointed !== text) writeFileSync(file, pointed);
 }
 
-function compile() {
+async function compile() {
   rmSync(build, { recursive: true, force: true });
   rmSync(out, { recursive: true, force: true });
-  const tsc = join(root, 'node_modules/typescript/bin/tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.test.json'], {
+  // Guarded too: a Ctrl-C while it compiles ends tsc (and the compiler it runs), not only this.
+  const status = await runGuarded({
+    args: [join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.test.json'],
     cwd: root,
-    stdio: 'inherit',
+    env: process.env,
+    deadlineMs: 600_000,
+    what: 'tsc',
   });
-  if (result.status !== 0) process.exit(result.status ?? 1);
+  if (status !== 0) process.exit(status);
   renameSync(join(build, 'test'), out);
   renameSync(join(build, 'bench'), join(out, 'bench'));
   rmSync(build, { recursive: true, force: true });
@@ -115,33 +74,23 @@ function compile() {
   cpSync(join(root, 'test/fixtures/package'), join(out, 'fixtures/package'), { recursive: true });
 }
 
-function files(filters) {
-  const all = ['unit', 'integration'].flatMap((group) =>
-    readdirSync(join(out, group))
-      .filter((name) => name.endsWith('.test.js'))
-      .map((name) => join(out, group, name)),
-  );
-  const chosen = filters.length === 0 ? all : all.filter((f) => filters.some((x) => f.includes(x)));
-  const rank = (file) => {
-    const name = file.split('/').pop().replace('.test.js', '');
-    const i = SLOW.indexOf(name);
-    return i < 0 ? SLOW.length : i;
-  };
-  return chosen.sort((a, b) => rank(a) - rank(b));
-}
-
 // Each test file may take 5 minutes (the longest, the model test, takes about 2 in a run of
 // the whole suite on 2 cores, 15 s alone); a longer soak (`npm run test:soak`) gets its
-// length and 2 more.
-const soakMs = Number(process.env.SLUICE_SOAK_SECONDS ?? 0) * 1000;
+// length and 2 more. The whole suite (about 6 minutes on 2 cores) may take 30, a soak's
+// length more (SLUICE_SUITE_TIMEOUT_S to change it): past it, scripts/test-guard.mjs names
+// the files still running and ends them. Checked, like the filters, before anything is built.
+let soakMs, suiteMs, chosen;
+try {
+  soakMs = wholeSeconds(process.env, 'SLUICE_SOAK_SECONDS', 0, 0) * 1000;
+  suiteMs = wholeSeconds(process.env, 'SLUICE_SUITE_TIMEOUT_S', 1800, 1) * 1000 + soakMs;
+  chosen = chooseFiles(join(root, 'test'), process.argv.slice(2));
+} catch (error) {
+  console.error(error.message);
+  process.exit(2);
+}
 const timeoutMs = Math.max(300_000, soakMs + 120_000);
-// The whole suite (about 6 minutes on 2 cores) may take 30, a soak's length more
-// (SLUICE_SUITE_TIMEOUT_S to change it): past it, scripts/test-guard.mjs names the files
-// still running and ends them.
-const suiteMs = Number(process.env.SLUICE_SUITE_TIMEOUT_S ?? 1800) * 1000 + soakMs;
 
-compile();
-const chosen = files(process.argv.slice(2));
+await compile();
 console.log(`running ${chosen.length} test files from ${relative(root, out)}/`);
 // The files run by scripts/test-run.mjs (Node's test runner, in this order: see there),
 // guarded by scripts/test-guard.mjs: a process group of its own, a deadline, nothing left over.
@@ -158,9 +107,9 @@ const status = await runGuarded({
   env: {
     ...process.env,
     SLUICE_TEST_COMPILED: '1',
-    SLUICE_TEST_FILES: JSON.stringify(chosen),
+    SLUICE_TEST_FILES: JSON.stringify(chosen.map((file) => join(out, file))),
     SLUICE_TEST_TIMEOUT_MS: String(timeoutMs),
   },
-  suiteMs,
+  deadlineMs: suiteMs,
 });
 process.exit(status);

@@ -11,7 +11,7 @@ interface Guard {
     args: string[];
     env: NodeJS.ProcessEnv;
     cwd: string;
-    suiteMs: number;
+    deadlineMs: number;
     graceMs?: number;
     settleMs?: number;
     stdio?: 'ignore';
@@ -24,11 +24,13 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 /**
  * Runs scripts/test-run.mjs on `waits` through the guard, the runner's output discarded; the
  * guard's status. `pidsFile`: where `waits` writes its pid and its grandchild's; `survive`:
- * whether it outlives the runner's SIGTERM.
+ * whether it outlives the runner's SIGTERM; `detach`: whether its grandchild leaves the
+ * process group while the test passes.
  */
 export async function guardWaits(options: {
   pidsFile: string;
   survive: boolean;
+  detach?: boolean;
   fileTimeoutMs: number;
   suiteMs: number;
   settleMs?: number;
@@ -45,6 +47,7 @@ export async function guardWaits(options: {
     SLUICE_TEST_TIMEOUT_MS: String(options.fileTimeoutMs),
     SLUICE_GUARD_PIDS: options.pidsFile,
     SLUICE_GUARD_SURVIVE: options.survive ? '1' : '0',
+    SLUICE_GUARD_DETACH: options.detach ? '1' : '0',
   };
   // Not a test file's own runner context: the runner would report to it as its child.
   delete env.NODE_TEST_CONTEXT;
@@ -53,7 +56,7 @@ export async function guardWaits(options: {
     args: [...(COMPILED ? [] : ['--import', 'tsx']), join(root, 'scripts/test-run.mjs')],
     cwd: root,
     env,
-    suiteMs: options.suiteMs,
+    deadlineMs: options.suiteMs,
     graceMs: 1_000,
     ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
     stdio: 'ignore',

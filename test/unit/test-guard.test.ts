@@ -10,26 +10,37 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { alive } from '../helpers/alive.js';
 import { guardWaits } from '../helpers/guard.js';
 import { nodeScript } from '../helpers/node-script.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'sluice-guard-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+/** Every pid a fixture reported: whatever a failed assertion left running is killed after. */
+const started: number[] = [];
+after(() => {
+  for (const pid of started) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
 
-/** The guard on a file that outlives the runner's SIGTERM: its status, log and the pids. */
-async function guarded(name: string, fileTimeoutMs: number, suiteMs: number) {
+/**
+ * The guard on a file that outlives the runner's SIGTERM (or, `detach`, passes leaving a
+ * detached grandchild): its status, log and the pids.
+ */
+async function guarded(name: string, fileTimeoutMs: number, suiteMs: number, detach = false) {
   const pidsFile = join(dir, `${name}.json`);
   const log: string[] = [];
   const status = await guardWaits({
     pidsFile,
-    survive: true,
+    survive: !detach,
+    detach,
     fileTimeoutMs,
     suiteMs,
     settleMs: 500,
     log: (line) => log.push(line),
   });
   const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+  started.push(...pids);
   return { status, log: log.join('\n'), pids };
 }
 
@@ -61,21 +72,62 @@ describe('the test guard', () => {
       for (let i = 0; i < 600 && !existsSync(pidsFile); i++) await sleep(50);
       await sleep(100); // the file is written in one call; let it be complete
       const pids = JSON.parse(readFileSync(pidsFile, 'utf8')) as number[];
+      started.push(...pids);
       assert.deepEqual(pids.filter(alive), pids, 'the file and its grandchild run');
       child.kill('SIGINT');
       assert.equal(await exited, 130, stderr);
-      assert.match(stderr, /SIGINT: ending the suite's processes/);
+      assert.match(stderr, /SIGINT: ending the test runner and what it started/);
       assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
     } finally {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     }
   });
 
+  it('a process that left the group (detached) is found by the run’s token, named and killed; the suite fails', async () => {
+    const { status, log, pids } = await guarded('detached', 120_000, 120_000, true);
+    assert.equal(status, 1);
+    assert.match(log, /left running after the test runner ended/, log);
+    assert.match(log, new RegExp(`\\b${pids[1]}\\b`), log);
+    assert.deepEqual(pids.filter(alive), [], 'the detached grandchild is gone');
+  });
+
   it('the suite’s deadline: the files still running are named and ended', async () => {
     const { status, log, pids } = await guarded('overdue', 120_000, 4_000);
     assert.equal(status, 1);
-    assert.match(log, /the suite ran past its 4 s; still running:/, log);
+    assert.match(log, /the test runner ran past its 4 s; still running:/, log);
     assert.match(log, /waits\.js|waits\.ts/, log);
     assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
+  });
+});
+
+describe('what npm test runs (scripts/test-files.mjs)', () => {
+  const testDir = fileURLToPath(new URL('../../test', import.meta.url));
+
+  it('a filter matches a path below test/, the slow files first; one that matches nothing is an error', async () => {
+    const { chooseFiles } = (await import(
+      new URL('../../scripts/test-files.mjs', import.meta.url).href
+    )) as { chooseFiles(dir: string, filters: string[]): string[] };
+    assert.deepEqual(chooseFiles(testDir, ['unit/resp-parser', 'soak']), [
+      'integration/soak.test.js',
+      'unit/resp-parser.test.js',
+    ]);
+    // Not the checkout's own path, which every file's absolute path contains.
+    const checkout = fileURLToPath(new URL('../../', import.meta.url));
+    assert.throws(() => chooseFiles(testDir, [checkout]), /no test file matches/);
+    assert.throws(() => chooseFiles(testDir, ['no-such-file']), /no test file matches/);
+    assert.ok(chooseFiles(testDir, []).length > 100);
+  });
+
+  it('the seconds it reads from the environment are whole numbers in range, or an error naming the variable', async () => {
+    const { wholeSeconds } = (await import(
+      new URL('../../scripts/test-files.mjs', import.meta.url).href
+    )) as { wholeSeconds(env: object, name: string, fallback: number, min: number): number };
+    const read = (value: string | undefined) =>
+      wholeSeconds({ SLUICE_SUITE_TIMEOUT_S: value }, 'SLUICE_SUITE_TIMEOUT_S', 1800, 1);
+    assert.equal(read(undefined), 1800);
+    assert.equal(read('600'), 600);
+    for (const bad of ['', '0', '30m', '1e3', '-5', '2147484', ' 60']) {
+      assert.throws(() => read(bad), /SLUICE_SUITE_TIMEOUT_S: expected a whole number/, bad);
+    }
   });
 });
