@@ -32,7 +32,7 @@ export async function guardWaits(options: {
   survive: boolean;
   detach?: boolean;
   fileTimeoutMs: number;
-  suiteMs: number;
+  deadlineMs: number;
   settleMs?: number;
   log?: (line: string) => void;
 }): Promise<number> {
@@ -56,7 +56,7 @@ export async function guardWaits(options: {
     args: [...(COMPILED ? [] : ['--import', 'tsx']), join(root, 'scripts/test-run.mjs')],
     cwd: root,
     env,
-    deadlineMs: options.suiteMs,
+    deadlineMs: options.deadlineMs,
     graceMs: 1_000,
     ...(options.settleMs === undefined ? {} : { settleMs: options.settleMs }),
     stdio: 'ignore',

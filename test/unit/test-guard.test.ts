@@ -15,6 +15,12 @@ import { alive } from '../helpers/alive.js';
 import { guardWaits } from '../helpers/guard.js';
 import { nodeScript } from '../helpers/node-script.js';
 
+/**
+ * A file's timeout, or the run's deadline, that the fixture file meets only once it has
+ * started and written its pids: ample for a Node process to start on a loaded machine.
+ */
+const FILE_STARTS_MS = 5_000;
+
 const dir = mkdtempSync(join(tmpdir(), 'sluice-guard-'));
 /** Every pid a fixture reported: whatever a failed assertion left running is killed after. */
 const started: number[] = [];
@@ -27,7 +33,7 @@ after(() => {
  * The guard on a file that outlives the runner's SIGTERM (or, `detach`, passes leaving a
  * detached grandchild): its status, log and the pids.
  */
-async function guarded(name: string, fileTimeoutMs: number, suiteMs: number, detach = false) {
+async function guarded(name: string, fileTimeoutMs: number, deadlineMs: number, detach = false) {
   const pidsFile = join(dir, `${name}.json`);
   const log: string[] = [];
   const status = await guardWaits({
@@ -35,7 +41,7 @@ async function guarded(name: string, fileTimeoutMs: number, suiteMs: number, det
     survive: !detach,
     detach,
     fileTimeoutMs,
-    suiteMs,
+    deadlineMs,
     settleMs: 500,
     log: (line) => log.push(line),
   });
@@ -46,7 +52,7 @@ async function guarded(name: string, fileTimeoutMs: number, suiteMs: number, det
 
 describe('the test guard', () => {
   it('a file that survives the runner’s SIGTERM: the runner still ends, the file and its child are killed, the suite fails', async () => {
-    const { status, log, pids } = await guarded('survives', 1_500, 120_000);
+    const { status, log, pids } = await guarded('survives', FILE_STARTS_MS, 120_000);
     assert.equal(status, 1);
     // Ended because the runner ended (not by the suite's deadline), and said what it killed.
     assert.match(log, /left running after the test runner ended/, log);
@@ -92,9 +98,9 @@ describe('the test guard', () => {
   });
 
   it('the suite’s deadline: the files still running are named and ended', async () => {
-    const { status, log, pids } = await guarded('overdue', 120_000, 4_000);
+    const { status, log, pids } = await guarded('overdue', 120_000, FILE_STARTS_MS);
     assert.equal(status, 1);
-    assert.match(log, /the test runner ran past its 4 s; still running:/, log);
+    assert.match(log, /the test runner ran past its 5 s; still running:/, log);
     assert.match(log, /waits\.js|waits\.ts/, log);
     assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
   });
