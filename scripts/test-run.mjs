@@ -12,13 +12,41 @@ const stream = run({
   concurrency: Number(process.env.SLUICE_TEST_CONCURRENCY ?? 4),
   timeout: Number(process.env.SLUICE_TEST_TIMEOUT_MS ?? 300_000),
 });
+const failures = [];
 stream.on('test:fail', (data) => {
-  if (!data.todo) process.exitCode = 1;
+  if (data.todo) return;
+  process.exitCode = 1;
+  failures.push(failureLine(data));
 });
 const report = process.stdout.isTTY ? stream.compose(new spec()) : stream.compose(tap);
 report.pipe(process.stdout);
+// The failures again, last, where the tail of a long log (a CI page) shows them: TAP names
+// them only where they happened, among some thousands of lines (spec lists them itself).
+report.once('end', () => {
+  if (failures.length === 0 || process.stdout.isTTY) return;
+  const lines = failures.filter((line) => line !== null);
+  process.stdout.write(
+    `# failed: ${lines.length}\n${lines.map((line) => `#   ${line}\n`).join('')}`,
+  );
+});
 // Once the report has ended, every file has a verdict; a file's process that outlived the
 // runner's SIGTERM (a file past its timeout) would still hold this one open, and with it the
 // suite. So this process ends then (a timer that holds nothing open itself), and
 // scripts/test-guard.mjs names and kills what is left.
 report.once('end', () => setTimeout(() => process.exit(), 1_000).unref());
+
+/**
+ * One failure in a line: the file (below test/), the test's name and the first line of its
+ * error; null for a suite that failed only because a test in it did (that test has a line).
+ */
+function failureLine(data) {
+  const error = data.details?.error;
+  if (error?.failureType === 'subtestsFailed') return null;
+  const cause = error?.cause ?? error;
+  const message =
+    String(cause?.message ?? cause ?? 'failed')
+      .split('\n')
+      .find((line) => line.trim() !== '') ?? 'failed';
+  const file = data.file ? data.file.replace(/^.*?\/\.?test\//, '') : '?';
+  return `${file} › ${data.name}: ${message.trim().slice(0, 300)}`;
+}

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { alive } from '../helpers/alive.js';
 import { guardWaits } from '../helpers/guard.js';
-import { nodeScript } from '../helpers/node-script.js';
+import { COMPILED, nodeScript } from '../helpers/node-script.js';
 
 /**
  * A file's timeout, or the run's deadline, that the fixture file meets only once it has
@@ -103,6 +103,40 @@ describe('the test guard', () => {
     assert.match(log, /the test runner ran past its 5 s; still running:/, log);
     assert.match(log, /waits\.js|waits\.ts/, log);
     assert.deepEqual(pids.filter(alive), [], 'the file and its grandchild are gone');
+  });
+});
+
+describe('the runner’s report (scripts/test-run.mjs)', () => {
+  it('ends with a list of the failed tests (file, name, first line of the error), where a log’s tail shows them', async () => {
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      SLUICE_TEST_FILES: JSON.stringify([
+        nodeScript(new URL('../fixtures/runner/fails.ts', import.meta.url)).at(-1),
+      ]),
+    };
+    delete env.NODE_TEST_CONTEXT;
+    const root = fileURLToPath(new URL('../../', import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [...(COMPILED ? [] : ['--import', 'tsx']), join(root, 'scripts/test-run.mjs')],
+      { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const status = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(status, 1, stdout);
+    const tail = stdout.trimEnd().split('\n').slice(-3);
+    assert.match(tail[0] ?? '', /^# failed: 2$/, stdout);
+    assert.match(
+      tail[1] ?? '',
+      /^# {3}fixtures\/runner\/fails\.(js|ts) › fails at the top: the sum is off$/,
+    );
+    assert.match(
+      tail[2] ?? '',
+      /^# {3}fixtures\/runner\/fails\.(js|ts) › fails inside: inner failure$/,
+    );
   });
 });
 
