@@ -5,6 +5,7 @@
 // the CLI's: its default reporter (spec on a terminal, TAP otherwise) on stdout.
 import { run } from 'node:test';
 import { spec, tap } from 'node:test/reporters';
+import { inspect } from 'node:util';
 
 const files = JSON.parse(process.env.SLUICE_TEST_FILES ?? '[]');
 const stream = run({
@@ -37,16 +38,23 @@ report.once('end', () => setTimeout(() => process.exit(), 1_000).unref());
 
 /**
  * One failure in a line: the file (below test/), the test's name and the first line of its
- * error; null for a suite that failed only because a test in it did (that test has a line).
+ * error (an assertion's generated message: its actual and expected values instead, whose diff
+ * spans lines); null for a suite that failed only because a test in it did (that test has a
+ * line).
  */
 function failureLine(data) {
   const error = data.details?.error;
   if (error?.failureType === 'subtestsFailed') return null;
   const cause = error?.cause ?? error;
-  const message =
+  let message =
     String(cause?.message ?? cause ?? 'failed')
       .split('\n')
-      .find((line) => line.trim() !== '') ?? 'failed';
+      .find((line) => line.trim() !== '')
+      ?.trim() ?? 'failed';
+  if (cause?.code === 'ERR_ASSERTION' && cause.generatedMessage) {
+    const brief = (value) => inspect(value, { breakLength: Number.POSITIVE_INFINITY, depth: 3 });
+    message = `${cause.operator}: actual ${brief(cause.actual)}, expected ${brief(cause.expected)}`;
+  }
   const file = data.file ? data.file.replace(/^.*?\/\.?test\//, '') : '?';
-  return `${file} › ${data.name}: ${message.trim().slice(0, 300)}`;
+  return `${file} › ${data.name}: ${message.slice(0, 400)}`;
 }

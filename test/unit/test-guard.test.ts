@@ -127,16 +127,18 @@ describe('the runner’s report (scripts/test-run.mjs)', () => {
     });
     const status = await new Promise<number | null>((resolve) => child.once('exit', resolve));
     assert.equal(status, 1, stdout);
-    const tail = stdout.trimEnd().split('\n').slice(-3);
-    assert.match(tail[0] ?? '', /^# failed: 2$/, stdout);
-    assert.match(
-      tail[1] ?? '',
-      /^# {3}fixtures\/runner\/fails\.(js|ts) › fails at the top: the sum is off$/,
-    );
+    const tail = stdout.trimEnd().split('\n').slice(-4);
+    const file = String.raw`^# {3}fixtures/runner/fails\.(js|ts) › `;
+    assert.match(tail[0] ?? '', /^# failed: 3$/, stdout);
+    assert.match(tail[1] ?? '', new RegExp(`${file}fails at the top: the sum is off$`));
+    // A generated message's diff spans lines: the values instead.
     assert.match(
       tail[2] ?? '',
-      /^# {3}fixtures\/runner\/fails\.(js|ts) › fails inside: inner failure$/,
+      new RegExp(
+        `${file}differs deeply: deepStrictEqual: actual \\{ a: 1, b: \\[ 2 \\] \\}, expected \\{ a: 1, b: \\[ 3 \\] \\}$`,
+      ),
     );
+    assert.match(tail[3] ?? '', new RegExp(`${file}fails inside: inner failure$`));
   });
 });
 
