@@ -20,6 +20,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createCluster, createSentinel } from 'redis';
 import { fixedWindow, RateLimiter, type RateLimiterOptions } from 'sluice';
 import { scopeKey } from '../../src/key.js';
+import { TEST_TIMEOUT_MS } from './redis.js';
 import {
   type Load,
   type RedisCluster,
@@ -168,6 +169,7 @@ async function clusterRun(scenario: FailoverScenario): Promise<FailoverFigures> 
 
 function limiter(client: unknown, safe: boolean): RateLimiter {
   return new RateLimiter({
+    timeoutMs: TEST_TIMEOUT_MS,
     client: client as RateLimiterOptions['client'],
     onWarning: () => {},
     // Every decision from Redis: a denial cached from the old primary would hide what the

@@ -25,7 +25,7 @@ import { fastifyRateLimit } from 'sluice/fastify';
 import { fetchRateLimit } from 'sluice/fetch';
 import { koaRateLimit } from 'sluice/koa';
 import { withRateLimit } from 'sluice/node';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const closers: (() => Promise<void> | void)[] = [];
@@ -152,7 +152,7 @@ const ADAPTERS: Record<string, (limiter: RateLimiter) => Promise<string>> = {
 describe('the same policy-file settings name the same quota in every adapter', () => {
   for (const [name, start] of Object.entries(ADAPTERS)) {
     it(`${name}: a route mounted under /v2 spends the file's "POST/orders", not "POST/v2/orders"`, async () => {
-      const limiter = new RateLimiter({ client: await redis.client() });
+      const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
       const admin = await redis.admin();
       const url = await start(limiter);
       const tenant = randomTenant();

@@ -25,7 +25,7 @@ import type { GuardOptions, Limits } from 'sluice/http';
 import { koaRateLimit } from 'sluice/koa';
 import { withRateLimit } from 'sluice/node';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'adapters-secret';
@@ -246,7 +246,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
   describe(`adapter scenarios: ${name}`, () => {
     it('allowed, then limited with every header; query strings and spoofed headers share one quota', async () => {
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 2,
       });
       const tenant = randomTenant();
@@ -270,7 +270,10 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
 
     it('Redis down, fail-closed → 503 + Retry-After: 1, no invented RateLimit values, handler never run', async () => {
       const client = await redis.client();
-      const a = await start({ limiter: new RateLimiter({ client }), limit: 2 });
+      const a = await start({
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }),
+        limit: 2,
+      });
       client.destroy();
       const r = await post(a.url, randomTenant());
       assert.equal(r.status, 503);
@@ -293,7 +296,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
     it('Redis down, fail-open → admitted within the local limit, then 503', async () => {
       const client = await redis.client();
       const a = await start({
-        limiter: new RateLimiter({ client }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }),
         limit: 5,
         failureMode: 'fail-open',
         failOpenLimit: 1,
@@ -309,7 +312,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
 
     it('shadow mode: never blocks, the would-be decision in its header', async () => {
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 1,
         shadow: true,
         shadowHeader: 'x-ratelimit-shadow',
@@ -335,7 +338,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       const burst = fixedWindow({ name: 'burst', limit: 2, windowMs: 10_000 });
       const hourly = fixedWindow({ name: 'hourly', limit: 3, windowMs: 3_600_000 });
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 1,
         policy: [burst, hourly],
       });
@@ -373,7 +376,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
       const pro = fixedWindow({ name: 'pro', limit: 3, windowMs: 60_000 });
       const proTenants = new Set<string>();
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 1,
         policy: (_req, tenant) => (proTenants.has(tenant) ? pro : free),
       });
@@ -391,7 +394,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
 
     it('HEAD shares GET’s quota: the GET handler never runs past the limit', async () => {
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 2,
       });
       const tenant = randomTenant();
@@ -410,7 +413,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
 
     it('skip: skipped requests pass without spending, others are limited as usual', async () => {
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 1,
         skipHeader: 'x-internal-probe',
       });
@@ -429,7 +432,7 @@ for (const [name, start] of Object.entries(ADAPTERS)) {
 
     it('no verified identity → 401, handler never run', async () => {
       const a = await start({
-        limiter: new RateLimiter({ client: await redis.client() }),
+        limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
         limit: 1,
       });
       const res = await fetch(`${a.url}/orders`, {

@@ -22,7 +22,7 @@ import {
 } from '../../src/redis/node-redis/beside-options.js';
 import { outcome, parseClientList, until } from '../helpers/connections.js';
 import { nodeScript } from '../helpers/node-script.js';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 import { boundFor } from '../helpers/within.js';
 
 const redis = useRedis();
@@ -132,7 +132,7 @@ for (const kind of KINDS) {
       // The application's client sent no script: the only connection that did is sluice's.
       assert.equal(list.filter((c) => /^eval/.test(c.cmd ?? '')).length, 1, JSON.stringify(list));
       // A second limiter on the same client shares the one connection.
-      const second = new RateLimiter({ client: own.client as never });
+      const second = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: own.client as never });
       assert.equal((await second.take({ tenant: randomTenant(), route }, policy)).allowed, true);
       assert.equal((await fresh()).filter((c) => c.name === 'sluice').length, 1);
     });
@@ -140,13 +140,22 @@ for (const kind of KINDS) {
     it('scriptConnection: false keeps every script on the client; with another client it is an InvalidInputError', async () => {
       const own = await ownClient(redis.server.url);
       const before = (await clientList(own)).filter((c) => c.name === 'sluice').length;
-      const limiter = new RateLimiter({ client: own.client as never, scriptConnection: false });
+      const limiter = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client: own.client as never,
+        scriptConnection: false,
+      });
       assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
       const list = await clientList(own);
       assert.equal(list.filter((c) => c.name === 'sluice').length, before, JSON.stringify(list));
       const connection = await redis.client();
       assert.throws(
-        () => new RateLimiter({ client: connection, scriptConnection: true }),
+        () =>
+          new RateLimiter({
+            timeoutMs: TEST_TIMEOUT_MS,
+            client: connection,
+            scriptConnection: true,
+          }),
         (error: unknown) =>
           isSluiceError(error) &&
           error.code === 'SLUICE_INVALID_INPUT' &&
@@ -155,6 +164,7 @@ for (const kind of KINDS) {
       assert.throws(
         () =>
           new RateLimiter({
+            timeoutMs: TEST_TIMEOUT_MS,
             client: own.client as never,
             scriptConnection: 'yes' as unknown as boolean,
           }),
@@ -176,7 +186,10 @@ for (const kind of KINDS) {
       ] as const;
       for (const [options, url, user, db] of cases) {
         const own = await ownClient(url, options);
-        const limiter = new RateLimiter({ client: own.client as never });
+        const limiter = new RateLimiter({
+          timeoutMs: TEST_TIMEOUT_MS,
+          client: own.client as never,
+        });
         await until(() => beside(own).ready !== undefined, 2000, `${url}: ready`);
         const tenant = randomTenant();
         assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
@@ -244,7 +257,10 @@ for (const kind of KINDS) {
       };
       process.on('warning', listen);
       try {
-        const limiter = new RateLimiter({ client: own.client as never });
+        const limiter = new RateLimiter({
+          timeoutMs: TEST_TIMEOUT_MS,
+          client: own.client as never,
+        });
         await until(() => warnings.length > 0, 3000, 'a warning');
         assert.match(warnings[0]?.message ?? '', /max number of clients/);
         const tenant = randomTenant();
@@ -260,7 +276,7 @@ for (const kind of KINDS) {
 
     it('the client closed: a take fails with UnavailableError, the connection beside ends, and the process exits by itself', async () => {
       const own = await ownClient(redis.server.url);
-      const limiter = new RateLimiter({ client: own.client as never });
+      const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: own.client as never });
       const connection = beside(own);
       await until(() => connection.ready !== undefined, 2000, 'ready');
       await own.close();
@@ -366,7 +382,7 @@ describe('script connection beside an own node-redis client: its own lifecycle',
     client.on('error', () => {});
     closers.push(() => client.isOpen && client.destroy());
     await client.connect();
-    const limiter = new RateLimiter({ client: client as never });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: client as never });
     const connection = ScriptConnectionBeside.of(client, NODE_REDIS_READER);
     assert.ok(connection);
     await until(() => connection.ready !== undefined, 2000, 'ready');
@@ -385,7 +401,7 @@ describe('script connection beside an own node-redis client: its own lifecycle',
     const earlier = new Set((await clientList(own)).map((c) => c.id));
     for (let i = 0; i < 5; i++) {
       const view = client.withCommandOptions({ timeout: 1000 + i });
-      const limiter = new RateLimiter({ client: view as never });
+      const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: view as never });
       assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
     }
     const made = (await clientList(own)).filter((c) => !earlier.has(c.id) && c.name === 'sluice');

@@ -20,7 +20,13 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
-import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
+import {
+  type Client,
+  commandCalls,
+  randomTenant,
+  TEST_TIMEOUT_MS,
+  useRedis,
+} from '../helpers/redis.js';
 import { logMember, logTakes } from '../helpers/sliding-log.js';
 
 const redis = useRedis();
@@ -28,7 +34,7 @@ const route = 'POST/orders';
 const HOUR = 3_600_000;
 
 async function newLimiter(): Promise<RateLimiter> {
-  return new RateLimiter({ client: await redis.client() });
+  return new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
 }
 
 function newScope(): Scope {
@@ -488,7 +494,11 @@ describe('a refused takeAll repairs what a denied take repairs (and consumes not
   ] as const) {
     it(`${label}: the key gets a TTL within the horizon from a refused takeAll alone`, async () => {
       // No denial cache: every takeAll is decided (and refused) by the script.
-      const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const limiter = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client: await redis.client(),
+        denialCache: false,
+      });
       const admin = await redis.admin();
       const scope = newScope();
       const key = limiter.keyOf(scope, policy);

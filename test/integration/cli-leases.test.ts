@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { concurrency, RateLimiter } from 'sluice';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const redis = useRedis();
@@ -44,7 +44,7 @@ function sluice(args: readonly string[]): Promise<{ code: number; stdout: string
 describe('sluice inspect and reset: leases', () => {
   it('inspect lists the live leases; reset clears them', async () => {
     const policy = concurrency({ limit: 3, leaseMs: 60_000, name: 'running' });
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const tenant = randomTenant();
     const scope = { tenant, route: 'POST/exports' };
     await limiter.acquire(scope, policy, { id: 'export-1' });

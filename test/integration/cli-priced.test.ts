@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { concurrency, fixedWindow, RateLimiter, tokenBucket } from 'sluice';
-import { useRedis } from '../helpers/redis.js';
+import { TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const redis = useRedis();
@@ -47,7 +47,11 @@ describe('sluice stats and inspect: keys of priced work', () => {
   it('counts blocks, id and reservation records and lease sets; inspect shows the block', async () => {
     const file = join(dir, 'policies.json');
     writeFileSync(file, JSON.stringify({ routes: { 'POST/login': login } }));
-    const limiter = new RateLimiter({ client: await redis.client(), namespace });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      namespace,
+    });
     const { algorithm: _, ...options } = login;
     const blocking = fixedWindow(options);
     const scope = { tenant: 'acme', route: 'POST/login' };

@@ -23,7 +23,7 @@ import {
   tokenBucket,
 } from 'sluice';
 import { loadPolicyConfig, routeLimits } from 'sluice/config';
-import { type Client, useRedis } from '../helpers/redis.js';
+import { type Client, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const cli = new URL('../../dist/cli/main.js', import.meta.url).pathname;
 const redis = useRedis();
@@ -150,7 +150,7 @@ describe('sluice inspect', () => {
   it('shows each limit’s decision, key and PTTL for the tenant’s plan, and changes nothing in Redis', async () => {
     const client = await redis.client();
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const orders = await spend(limiter, 'POST/orders', 'globex', 'bob', 2);
     const search = await spend(limiter, 'GET/search', 'globex', 'bob', 3);
     await spend(limiter, 'POST/orders', 'acme', 'ann', 1);
@@ -307,7 +307,7 @@ describe('sluice inspect', () => {
   });
 
   it('a denial is shown (and spends nothing); limits per user need --user; an unknown route is exit 1', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     await spend(limiter, 'POST/orders', 'initech', 'eve', 5);
     const admin = await redis.admin();
     const before = await snapshot(admin);
@@ -346,7 +346,7 @@ describe('sluice inspect', () => {
 
 describe('sluice reset', () => {
   it('deletes exactly the scope asked for: one policy, then the route’s limits; other tenants, users and policies untouched', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const admin = await redis.admin();
     const mine = await spend(limiter, 'POST/orders', 'umbrella', 'u1', 2);
     const otherUser = await spend(limiter, 'POST/orders', 'umbrella', 'u2', 1);
@@ -444,7 +444,7 @@ describe('sluice reset', () => {
   });
 
   it('--user resets only what is the user’s own; --include-shared also the tenant’s shared limits; without --user only the shared ones', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const admin = await redis.admin();
     const u1 = await spend(limiter, 'POST/orders', 'stark', 'u1', 2);
     const u2 = await spend(limiter, 'POST/orders', 'stark', 'u2', 1);
@@ -525,7 +525,7 @@ describe('sluice reset', () => {
   it('asks on a terminal: only "yes" deletes', {
     skip: hasScript ? false : 'no script(1) for a terminal',
   }, async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const admin = await redis.admin();
     const keys = await spend(limiter, 'GET/search', 'wonka', 'w1', 1);
     const command = [
@@ -566,8 +566,8 @@ describe('sluice stats', () => {
     // Namespaces of their own: the other tests' keys are in "rate".
     const client = await redis.client();
     const admin = await redis.admin();
-    const rate = new RateLimiter({ client, namespace: 'st-rate' });
-    const ip = new RateLimiter({ client, namespace: 'st-ip' });
+    const rate = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client, namespace: 'st-rate' });
+    const ip = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client, namespace: 'st-ip' });
     const fw = fixedWindow({ limit: 5, windowMs: 60_000 });
     const tb = tokenBucket({ capacity: 5, refillIntervalMs: 60_000 });
     const policies: [RateLimiter, Scope, Policy][] = [
@@ -593,7 +593,10 @@ describe('sluice stats', () => {
     await rate.reset({ tenant: 'c', route: 'GET/x' }, fw);
     const hex = (n: number) => 'ab'.repeat(n / 2);
     await admin.client.set(`st-rate:{${hex(32)}}:swl.${hex(16)}:${hex(32)}`, 'x', { PX: 60_000 });
-    await new RateLimiter({ client, namespace: 'st-rate:x' }).take({ tenant: 'a' }, fw);
+    await new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client, namespace: 'st-rate:x' }).take(
+      { tenant: 'a' },
+      fw,
+    );
 
     const [all, only] = await Promise.all([
       sluice(['stats', '--json', ...url()]),

@@ -8,7 +8,7 @@ import { after, describe, it } from 'node:test';
 import { fixedWindow, RateLimiter } from 'sluice';
 import { clientAddressOf, foldAddress } from 'sluice/http';
 import { withRateLimit } from 'sluice/node';
-import { useRedis } from '../helpers/redis.js';
+import { TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const servers: Server[] = [];
@@ -18,6 +18,7 @@ after(() => {
 
 async function ipLimited(trustProxy?: string, ipv6Prefix?: number) {
   const limiter = new RateLimiter({
+    timeoutMs: TEST_TIMEOUT_MS,
     client: await redis.client(),
     namespace: `c09-${Math.random().toString(36).slice(2)}`,
   });

@@ -22,6 +22,7 @@ import {
 } from 'sluice';
 import { type ConnectRedisOptions, connectRedis } from 'sluice/node-redis';
 import { freePort, type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
+import { TEST_TIMEOUT_MS } from '../helpers/redis.js';
 
 const servers: PrivateRedis[] = [];
 const dir = mkdtempSync(join(tmpdir(), 'sluice-tls-'));
@@ -76,7 +77,7 @@ describe('connectRedis: authentication and database', () => {
       password: 'apppw',
       database: 3,
     });
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const decision = await limiter.take({ tenant: 'a' }, fixedWindow({ limit: 1, windowMs: 1000 }));
     assert.equal(decision.allowed, true);
     assert.equal(
@@ -186,7 +187,7 @@ describe('connectRedis: TLS', () => {
 
   it('a private CA through the client’s own options connects and decides', async () => {
     const client = await connectRedis({ url: tlsUrl, tls: { ca } });
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     assert.equal(
       (await limiter.take({ tenant: 't' }, fixedWindow({ limit: 1, windowMs: 1000 }))).allowed,
       true,

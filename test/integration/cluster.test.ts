@@ -24,7 +24,7 @@ import {
 import { IOREDIS_CLUSTER_OPTIONS } from 'sluice/ioredis';
 import { connectRedis } from 'sluice/node-redis';
 import { GLIDE_CLUSTER_OPTIONS } from 'sluice/valkey-glide';
-import { keyFor, randomTenant } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS } from '../helpers/redis.js';
 import { type Load, type RedisCluster, startLoad, useRedisCluster } from '../helpers/topology.js';
 
 // Registered before the cluster's `after`, so every client closes while its nodes run.
@@ -190,7 +190,13 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       Promise.all(
         Array.from(
           { length: count },
-          async () => new RateLimiter({ client: await connect(), onWarning: () => {}, ...options }),
+          async () =>
+            new RateLimiter({
+              timeoutMs: TEST_TIMEOUT_MS,
+              client: await connect(),
+              onWarning: () => {},
+              ...options,
+            }),
         ),
       );
 
@@ -228,6 +234,7 @@ for (const [name, connect] of Object.entries(CLIENTS)) {
       try {
         const warnings: { code: string; node?: string }[] = [];
         new RateLimiter({
+          timeoutMs: TEST_TIMEOUT_MS,
           client: await connect(),
           onWarning: (warning) => warnings.push({ code: warning.code, node: warning.facts.node }),
         });
@@ -554,7 +561,11 @@ describe('a single-node client on a cluster node', () => {
     const client = await connectRedis({ url: `redis://127.0.0.1:${port}`, onError: () => {} });
     try {
       const warnings: string[] = [];
-      new RateLimiter({ client, onWarning: (warning) => warnings.push(warning.code) });
+      new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client,
+        onWarning: (warning) => warnings.push(warning.code),
+      });
       await until('the cluster-node warning', () => warnings.length > 1, 5000);
       assert.deepEqual(warnings.sort(), ['SLUICE_CLUSTER_NODE', 'SLUICE_NO_MIN_REPLICAS']);
     } finally {

@@ -17,7 +17,7 @@ import {
   slidingWindowLog,
   tokenBucket,
 } from 'sluice';
-import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { commandCalls, keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -70,7 +70,12 @@ describe('coalescing', () => {
     const client = createClient({ url: redis.server.url, disableOfflineQueue: true });
     await client.connect();
     try {
-      const limiter = new RateLimiter({ client, denialCache: false, scriptConnection: false });
+      const limiter = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client,
+        denialCache: false,
+        scriptConnection: false,
+      });
       const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
       await Promise.all([1, 2].map(() => limiter.take({ tenant: randomTenant(), route }, policy)));
       const before = await scriptCalls();
@@ -91,8 +96,13 @@ describe('coalescing', () => {
     ['in runs of four', (i: number) => Math.floor(i / 4)],
   ] as const) {
     it(`mixed policies, versions and costs in one batch (${order}) decide as the same takes one by one`, async () => {
-      const batched = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const batched = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client: await redis.client(),
+        denialCache: false,
+      });
       const single = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
         client: await redis.client(),
         maxBatchSize: 1,
         denialCache: false,
@@ -150,7 +160,11 @@ describe('coalescing', () => {
   }
 
   it('one failing item (a key of the wrong type) fails alone, also in the middle of a run; its batch neighbours are decided', async () => {
-    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      denialCache: false,
+    });
     const admin = await redis.admin();
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
     const bad = randomTenant();
@@ -177,6 +191,7 @@ describe('coalescing', () => {
 
   it('more takes than maxBatchSize are split into several batches, all decided', async () => {
     const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
       client: await redis.client(),
       maxBatchSize: 7,
       denialCache: false,
@@ -207,7 +222,7 @@ async function primeCache(limiter: RateLimiter, scope: Scope, policy: Policy): P
 
 describe('local denial cache', () => {
   it('a full window is answered locally until it ends, then Redis admits again', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 3, windowMs: 800 });
     const scope = { tenant: randomTenant(), route };
     for (let i = 0; i < 3; i++) assert.equal((await limiter.take(scope, policy)).allowed, true);
@@ -231,7 +246,7 @@ describe('local denial cache', () => {
   });
 
   it('case C06 with the cache: a cost above the limit on a full window still says "never fits"', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 2, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
     await limiter.take(scope, policy, { cost: 2 });
@@ -245,7 +260,7 @@ describe('local denial cache', () => {
   });
 
   it('a denial that does not cover every cost is not cached (remaining > 0)', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 10, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
     await limiter.take(scope, policy, { cost: 8 });
@@ -256,7 +271,7 @@ describe('local denial cache', () => {
   });
 
   it('two policies on one scope share neither state nor a cached denial', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope = { tenant: randomTenant(), route };
     const low = fixedWindow({ limit: 1, windowMs: 60_000 });
     const high = fixedWindow({ limit: 5, windowMs: 60_000 });
@@ -268,7 +283,11 @@ describe('local denial cache', () => {
   });
 
   it('denialCache: false sends every take to Redis', async () => {
-    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      denialCache: false,
+    });
     const policy = fixedWindow({ limit: 1, windowMs: 60_000 });
     const scope = { tenant: randomTenant(), route };
     await limiter.take(scope, policy);

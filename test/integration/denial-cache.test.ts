@@ -13,7 +13,7 @@ import type { ScriptStore } from 'sluice/store';
 import type { LuaScript } from '../../src/algorithms/script.js';
 import { resetEpochScript } from '../../src/limiter/reset-epoch.js';
 import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'GET/items';
@@ -121,7 +121,11 @@ describe('a delayed reply never makes a cached denial outlive the real one', () 
     );
     const limiter = new RateLimiter({ store, timeoutMs: 5000 });
     // Another replica, on its own connection, spends the quota.
-    const other = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const other = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      denialCache: false,
+    });
     const policy = fixedWindow({ limit: 1, windowMs: 800 });
     const scope = { tenant: randomTenant(), route };
     const key = limiter.keyOf(scope, policy);

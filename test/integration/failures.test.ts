@@ -17,7 +17,8 @@ import {
 import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy } from '../../src/demo/tcp-proxy.js';
-import { fillMemory, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { watchLoop } from '../helpers/lag.js';
+import { fillMemory, keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
@@ -39,7 +40,7 @@ async function ownServer(): Promise<PrivateRedis> {
 describe('failures are typed, bounded and never "allowed"', () => {
   it('a closed client throws UnavailableError, never allowed', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     client.destroy();
     await assert.rejects(
       within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
@@ -56,6 +57,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const tenant = randomTenant();
     assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
     await server.kill();
+    const lag = watchLoop();
     const started = performance.now();
     const results = await within(
       Promise.allSettled(Array.from({ length: 50 }, () => limiter.take({ tenant, route }, policy))),
@@ -67,7 +69,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
       assert.equal(result.status, 'rejected');
       assert.ok(result.reason instanceof UnavailableError, String(result.reason));
     }
-    assert.ok(elapsed < 500, `answered in ${elapsed.toFixed(0)} ms, deadline 1000 ms`);
+    const lagMs = lag.stop();
+    assert.ok(
+      elapsed < 500 + lagMs,
+      `answered in ${elapsed.toFixed(0)} ms, deadline 1000 ms (loop late ≤ ${lagMs} ms)`,
+    );
     assert.equal(limiter.stats().inFlight, 0);
   });
 
@@ -77,15 +83,17 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const limiter = new RateLimiter({ client, timeoutMs: 150 });
     const tenant = randomTenant();
     await admin.client.sendCommand(['CLIENT', 'PAUSE', '600', 'ALL']);
+    const lag = watchLoop();
     const started = performance.now();
     await assert.rejects(
       within(limiter.take({ tenant, route }, policy), boundFor(150), 'the take'),
       TimeoutError,
     );
     const elapsed = performance.now() - started;
+    const lagMs = lag.stop();
     assert.ok(
-      elapsed >= 145 && elapsed < 450,
-      `timed out after ${elapsed.toFixed(0)} ms (deadline 150 ms)`,
+      elapsed >= 145 && elapsed < 450 + lagMs,
+      `timed out after ${elapsed.toFixed(0)} ms (deadline 150 ms, loop late ≤ ${lagMs} ms)`,
     );
     assert.equal(limiter.stats().timeout, 1);
     await sleep(700); // the pause ends; the late reply is ignored, the call is not refunded
@@ -105,6 +113,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
       const tenant = randomTenant();
       assert.equal((await limiter.take({ tenant, route }, policy)).remaining, 99);
       proxy.mode = 'cut-after-send';
+      const lag = watchLoop();
       const started = performance.now();
       const error = await within(
         limiter.take({ tenant, route }, policy).catch((e: unknown) => e),
@@ -113,7 +122,11 @@ describe('failures are typed, bounded and never "allowed"', () => {
       );
       const elapsed = performance.now() - started;
       assert.ok(error instanceof UnavailableError || error instanceof TimeoutError, String(error));
-      assert.ok(elapsed < 600, `answered in ${elapsed.toFixed(0)} ms`);
+      const lagMs = lag.stop();
+      assert.ok(
+        elapsed < 600 + lagMs,
+        `answered in ${elapsed.toFixed(0)} ms (loop late ≤ ${lagMs} ms)`,
+      );
       await sleep(50);
       assert.equal(
         await (await redis.admin()).client.get(keyOf(tenant)),
@@ -128,7 +141,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
   it('case C01: SCRIPT FLUSH between takes → the next takes succeed (NOSCRIPT is reloaded, not a failure)', async () => {
     const client = await redis.client();
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const tenant = randomTenant();
     const p = fixedWindow({ limit: 100, windowMs: 60_000 });
     assert.equal((await limiter.take({ tenant, route }, p)).remaining, 99);
@@ -173,12 +186,16 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const pending = Array.from({ length: 8 }, () =>
       limiter.take({ tenant: randomTenant(), route }, policy),
     );
+    const lag = watchLoop();
     const started = performance.now();
     await assert.rejects(
       within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(1000), 'the take'),
       OverloadError,
     );
-    assert.ok(performance.now() - started < 200, 'rejected at once (the pause is 400 ms)');
+    assert.ok(
+      performance.now() - started < 200 + lag.stop(),
+      'rejected at once (the pause is 400 ms)',
+    );
     assert.equal(limiter.stats().inFlight, 8);
     const results = await within(
       Promise.allSettled(pending),
@@ -196,7 +213,7 @@ describe('failures are typed, bounded and never "allowed"', () => {
   it('case C02 (single node): a key of the wrong type → StoreError, never allowed', async () => {
     const client = await redis.client();
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const tenant = randomTenant();
     await admin.client.hSet(keyOf(tenant), 'x', '1');
     const error = await within(
@@ -229,7 +246,10 @@ describe('failures are typed, bounded and never "allowed"', () => {
 
   it('a callback-style client (node-redis .legacy()) → UnavailableError, not a crash', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client: client.client.legacy() as never });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: client.client.legacy() as never,
+    });
     await assert.rejects(
       within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
       UnavailableError,
@@ -261,19 +281,24 @@ describe('failures are typed, bounded and never "allowed"', () => {
     const limiter = new RateLimiter({ client, timeoutMs: 150 });
     const sleeping = admin.client.sendCommand(['DEBUG', 'SLEEP', '1']);
     await sleep(20);
+    const lag = watchLoop();
     const started = performance.now();
     await assert.rejects(
       within(limiter.take({ tenant: randomTenant(), route }, policy), boundFor(150), 'the take'),
       TimeoutError,
     );
     const elapsed = performance.now() - started;
-    assert.ok(elapsed >= 145 && elapsed < 450, `timed out after ${elapsed.toFixed(0)} ms`);
+    const lagMs = lag.stop();
+    assert.ok(
+      elapsed >= 145 && elapsed < 450 + lagMs,
+      `timed out after ${elapsed.toFixed(0)} ms (loop late ≤ ${lagMs} ms)`,
+    );
     await sleeping;
   });
 
   it('every failure is a SluiceError with a stable code', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     client.destroy();
     const error = await within(
       limiter.take({ tenant: 'a', route }, policy).catch((e: unknown) => e),

@@ -16,7 +16,14 @@ import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import type { RespConnection } from '../../src/redis/resp/connection.js';
 import { outcome, parseClientList, until } from '../helpers/connections.js';
 import { nodeScript } from '../helpers/node-script.js';
-import { type Client, commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import {
+  type Client,
+  commandCalls,
+  keyFor,
+  randomTenant,
+  TEST_TIMEOUT_MS,
+  useRedis,
+} from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
@@ -50,7 +57,7 @@ describe('script connection: routing', () => {
     const admin = await redis.admin();
     assert.ok(fastPathOf(client), 'connectRedis attached a script connection');
     const id = String(await client.client.sendCommand(['CLIENT', 'ID']));
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
     for (let i = 0; i < 20; i++) await limiter.take({ tenant: randomTenant(), route }, policy);
     await sleep(50); // the start-up checks' INFO, on node-redis
@@ -77,7 +84,7 @@ describe('script connection: routing', () => {
     try {
       assert.equal(fastPathOf(client), undefined);
       const id = String(await client.client.sendCommand(['CLIENT', 'ID']));
-      const limiter = new RateLimiter({ client });
+      const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
       const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
       assert.equal((await limiter.take({ tenant: randomTenant(), route }, policy)).allowed, true);
       const connections = await clientList(await redis.admin());
@@ -115,7 +122,7 @@ describe('script connection: routing', () => {
   it('after SCRIPT FLUSH, NOSCRIPT is answered with EVAL on the script connection', async () => {
     const client = await redis.client();
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const policy = fixedWindow({ limit: 2, windowMs: 60_000 });
     const tenant = randomTenant();
     assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
@@ -152,7 +159,7 @@ describe('script connection: setup', () => {
         const client = await connectRedis({ url: server.url, ...options, onError: () => {} });
         try {
           const tenant = randomTenant();
-          const limiter = new RateLimiter({ client });
+          const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
           assert.equal((await limiter.take({ tenant, route }, policy)).allowed, true);
           const scripts = (await clientList(admin)).filter((c) => c.name === 'sluice');
           assert.ok(
@@ -330,7 +337,7 @@ describe('script connection: failures', () => {
     await admin.client.sendCommand(['CLIENT', 'KILL', 'ID', mine.id as string]);
     await until(() => !client.isOpen, 2000, 'the client is closed');
     assert.equal(fastPathOf(client)?.isOpen, false);
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
     assert.equal(
       await outcome(limiter.take({ tenant: randomTenant(), route }, policy)),
@@ -361,7 +368,7 @@ describe('script connection: close', () => {
     const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
     proxies.push(proxy);
     const client = await redis.client({ url: `redis://127.0.0.1:${proxy.port}` });
-    const limiter = new RateLimiter({ client, maxBatchSize: 1 });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client, maxBatchSize: 1 });
     const policy = fixedWindow({ limit: 100, windowMs: 60_000 });
     const takes = Array.from({ length: 20 }, () =>
       outcome(limiter.take({ tenant: randomTenant(), route }, policy)),

@@ -13,7 +13,7 @@ import { createClient } from 'redis';
 import { fixedWindow, isSluiceError, RateLimiter, UnavailableError } from 'sluice';
 import { IOREDIS_OPTIONS } from 'sluice/ioredis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { randomTenant } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS } from '../helpers/redis.js';
 
 const policy = fixedWindow({ limit: 50, windowMs: 60_000 });
 const servers: PrivateRedis[] = [];
@@ -80,7 +80,7 @@ describe('a client on its first connection', () => {
     closers.push(() => nr.destroy());
     for (const client of [io, nr]) {
       const before = client.listenerCount('error') + client.listenerCount('ready');
-      for (let i = 0; i < 20; i++) new RateLimiter({ client });
+      for (let i = 0; i < 20; i++) new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
       const added = client.listenerCount('error') + client.listenerCount('ready') - before;
       // The refusals' two, one shared wait while a client still connects, and the script
       // connection beside the client's one 'ready' (its 'end' is not counted here).

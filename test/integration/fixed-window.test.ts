@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Decision, Policy } from 'sluice';
 import { fixedWindow, MemoryStore, RateLimiter } from 'sluice';
-import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { commandCalls, keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -15,7 +15,10 @@ const keyOf = (tenant: string, policy: Policy) => keyFor(policy, tenant, route);
 
 async function limiters(count: number) {
   return Promise.all(
-    Array.from({ length: count }, async () => new RateLimiter({ client: await redis.client() })),
+    Array.from(
+      { length: count },
+      async () => new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
+    ),
   );
 }
 
@@ -48,7 +51,11 @@ describe('fixed window on Redis', () => {
 
   it('remaining = limit − n at each step; denied takes leave the counter at the limit', async () => {
     // No denial cache: every denial below is decided by the script's denied branch on Redis.
-    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      denialCache: false,
+    });
     const admin = await redis.admin();
     const tenant = randomTenant();
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
@@ -77,7 +84,11 @@ describe('fixed window on Redis', () => {
     // resetMs would still find the window, so the script reports resetMs + 1.
     const clock = { now: 5_000_000 };
     const byStore = {
-      Redis: new RateLimiter({ client: await redis.client(), denialCache: false }),
+      Redis: new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client: await redis.client(),
+        denialCache: false,
+      }),
       MemoryStore: new RateLimiter({
         store: new MemoryStore({ clock: () => clock.now }),
         denialCache: false,

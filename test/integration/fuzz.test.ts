@@ -19,7 +19,7 @@ import {
   tokenBucket,
 } from 'sluice';
 import { withRateLimit } from 'sluice/node';
-import { type Client, commandCalls, useRedis } from '../helpers/redis.js';
+import { type Client, commandCalls, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const servers: Server[] = [];
@@ -143,7 +143,11 @@ describe('fuzzing the public API', () => {
   });
 
   it('reserve, settle, cancel, refund, charge: an answer or a typed error; invalid input sends nothing', async () => {
-    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz-priced' });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      namespace: 'fuzz-priced',
+    });
     const admin = await redis.admin();
     const policies = [
       fixedWindow({ limit: 5, windowMs: 60_000 }),
@@ -194,7 +198,11 @@ describe('fuzzing the public API', () => {
   });
 
   it('take: a valid decision or a typed error, never a synchronous throw; invalid input sends nothing', async () => {
-    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz' });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      namespace: 'fuzz',
+    });
     const admin = await redis.admin();
     const policies = [
       fixedWindow({ limit: 5, windowMs: 60_000 }),
@@ -229,7 +237,11 @@ describe('fuzzing the public API', () => {
   });
 
   it('HTTP guard: any identity, cost or header answers a clean status and never crashes the server', async () => {
-    const limiter = new RateLimiter({ client: await redis.client(), namespace: 'fuzz' });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      namespace: 'fuzz',
+    });
     let identity: unknown;
     let cost: unknown;
     let handled = 0;

@@ -12,7 +12,7 @@ import express from 'express';
 import { fixedWindow, isSluiceError, RateLimiter } from 'sluice';
 import { type ExpressRequestLike, expressRateLimit, expressRoute } from 'sluice/express';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'express-routes-secret';
@@ -20,7 +20,9 @@ const servers: Server[] = [];
 let shared: Promise<RateLimiter> | undefined;
 /** One limiter for the file, made in the first test that needs it (the server starts first). */
 const limiterOf = () => {
-  shared ??= redis.client().then((client) => new RateLimiter({ client }));
+  shared ??= redis
+    .client()
+    .then((client) => new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }));
   return shared;
 };
 after(() => {

@@ -10,7 +10,7 @@ import express from 'express';
 import { fixedWindow, RateLimiter } from 'sluice';
 import { expressRateLimit } from 'sluice/express';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'express-secret';
@@ -61,7 +61,9 @@ async function start(limiter: RateLimiter, mountOnRoute = true) {
 
 describe('Express adapter', () => {
   it('the route template names the quota: ids, query strings and forged XFF share "POST/orders/:id"', async () => {
-    const a = await start(new RateLimiter({ client: await redis.client() }));
+    const a = await start(
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
+    );
     const tenant = randomTenant();
     const statuses: number[] = [];
     let retryAfter: string | null = null;
@@ -82,7 +84,7 @@ describe('Express adapter', () => {
 
   it('Redis unreachable → 503 + Retry-After: 1, the handler never runs', async () => {
     const client = await redis.client();
-    const a = await start(new RateLimiter({ client }));
+    const a = await start(new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }));
     client.destroy();
     const res = await a.post(randomTenant(), '/orders/1');
     assert.equal(res.status, 503);
@@ -91,7 +93,10 @@ describe('Express adapter', () => {
   });
 
   it('mounted with app.use (no route template) → an error through next(), never one quota for everything', async () => {
-    const a = await start(new RateLimiter({ client: await redis.client() }), false);
+    const a = await start(
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
+      false,
+    );
     const res = await a.post(randomTenant(), '/orders/1');
     assert.equal(res.status, 500);
     assert.equal(a.handled(), 0);

@@ -9,7 +9,7 @@ import Fastify from 'fastify';
 import { fixedWindow, RateLimiter, tokenBucket } from 'sluice';
 import { fastifyRateLimit } from 'sluice/fastify';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'fastify-secret';
@@ -58,7 +58,9 @@ async function start(limiter: RateLimiter) {
 
 describe('Fastify plugin', () => {
   it('routes opt in with config.rateLimit; the URL template names the quota; refused requests never reach the handler', async () => {
-    const { app, post, handled } = await start(new RateLimiter({ client: await redis.client() }));
+    const { app, post, handled } = await start(
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
+    );
     const tenant = randomTenant();
     const statuses: number[] = [];
     let limited: Awaited<ReturnType<typeof post>> | undefined;
@@ -82,7 +84,9 @@ describe('Fastify plugin', () => {
 
   it('shadow route passes with the would-be decision; Redis unreachable → 503 + Retry-After: 1', async () => {
     const client = await redis.client();
-    const { app, post, handled } = await start(new RateLimiter({ client }));
+    const { app, post, handled } = await start(
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }),
+    );
     const tenant = randomTenant();
     const shadow = [await post(tenant, '/tokens'), await post(tenant, '/tokens')];
     assert.deepEqual(
@@ -105,7 +109,7 @@ describe('Fastify plugin', () => {
     const routes: string[] = [];
     let handled = 0;
     await app.register(fastifyRateLimit, {
-      limiter: new RateLimiter({ client: await redis.client() }),
+      limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
       identify: (request) => tenantFromAuthorization(secret, request.headers.authorization),
       onOutcome: (event) => routes.push(event.route),
     });
@@ -151,7 +155,7 @@ describe('Fastify plugin', () => {
     const routes: string[] = [];
     let handled = 0;
     await app.register(fastifyRateLimit, {
-      limiter: new RateLimiter({ client: await redis.client() }),
+      limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
       identify: () => 'one-tenant-for-all',
       onOutcome: (event) => routes.push(event.route),
     });
@@ -185,7 +189,7 @@ describe('Fastify plugin', () => {
     const routes: string[] = [];
     const tenant = randomTenant();
     await app.register(fastifyRateLimit, {
-      limiter: new RateLimiter({ client: await redis.client() }),
+      limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
       identify: () => tenant,
       onOutcome: (event) => routes.push(event.route),
     });
@@ -237,7 +241,7 @@ describe('Fastify plugin', () => {
   });
 
   it('bad options fail registration or app.post() at once, never a request; rateLimit: false is no limit; registering twice is refused', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 1, windowMs: 60_000 });
     const misspelt = Fastify();
     misspelt.register(fastifyRateLimit, { limiter, identfy: () => 'a' } as never);

@@ -9,7 +9,7 @@ import { Hono } from 'hono';
 import { fixedWindow, RateLimiter } from 'sluice';
 import { type FetchRateLimitOptions, fetchRateLimit } from 'sluice/fetch';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'fetch-secret';
@@ -43,7 +43,7 @@ function app(limiter: RateLimiter, limit: number, extra: Partial<FetchRateLimitO
 
 describe('Fetch-API adapter (in Hono)', () => {
   it('allowed → the handler; limited → 429 + Retry-After + JSON; query strings share the quota', async () => {
-    const a = app(new RateLimiter({ client: await redis.client() }), 2);
+    const a = app(new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }), 2);
     const tenant = randomTenant();
     const statuses: number[] = [];
     let limited: Response | undefined;
@@ -61,7 +61,7 @@ describe('Fetch-API adapter (in Hono)', () => {
 
   it('no verified identity → 401; Redis unreachable → 503 + Retry-After: 1, handler never run', async () => {
     const client = await redis.client();
-    const a = app(new RateLimiter({ client }), 5);
+    const a = app(new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }), 5);
     assert.equal((await a.post(undefined)).status, 401);
     client.destroy();
     const res = await a.post(randomTenant());
@@ -73,7 +73,7 @@ describe('Fetch-API adapter (in Hono)', () => {
 
   it('fail-open admits within the local limit; shadow mode never blocks', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const open = app(limiter, 5, { failureMode: 'fail-open', failOpenLimit: 1 });
     const shadow = app(limiter, 1, { shadow: true });
     const tenant = randomTenant();
@@ -90,7 +90,7 @@ describe('Fetch-API adapter (in Hono)', () => {
   });
 
   it('check(): admitted responses carry the RateLimit fields and a shadow route its would-be decision', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const tenant = randomTenant();
     const make = (extra: Partial<FetchRateLimitOptions>) => {
       const limit = fetchRateLimit({
@@ -137,7 +137,7 @@ describe('Fetch-API adapter (in Hono)', () => {
 
   it('check() gives each request its own headers object', async () => {
     const limit = fetchRateLimit({
-      limiter: new RateLimiter({ client: await redis.client() }),
+      limiter: new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
       policy: fixedWindow({ limit: 5, windowMs: 60_000 }),
       route: 'POST/orders',
       identify: () => randomTenant(),

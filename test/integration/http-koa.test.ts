@@ -17,14 +17,16 @@ import { fixedWindow, InvalidInputError, RateLimiter } from 'sluice';
 import type { HttpOutcomeEvent } from 'sluice/http';
 import { koaRateLimit, koaRoute } from 'sluice/koa';
 import { issueToken, tenantFromAuthorization } from '../../src/demo/identity.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'koa-secret';
 const servers: Server[] = [];
 let shared: Promise<RateLimiter> | undefined;
 const limiterOf = () => {
-  shared ??= redis.client().then((client) => new RateLimiter({ client }));
+  shared ??= redis
+    .client()
+    .then((client) => new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }));
   return shared;
 };
 after(() => {

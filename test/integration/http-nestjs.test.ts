@@ -31,7 +31,7 @@ import {
   type SluiceModuleOptions,
 } from 'sluice/nestjs';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'nest-secret';
@@ -311,7 +311,7 @@ describe('NestJS guard (Express platform)', () => {
   it('Redis unreachable: 503 + Retry-After: 1 on a fail-closed route; fail-open admits within its local limit, then 503', async () => {
     const client = await redis.client();
     client.destroy();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const closed = await start({ limiter });
     const tenant = randomTenant();
     const res = await closed.call('POST', '/orders/1', tenant);

@@ -11,7 +11,7 @@ import { fixedWindow, RateLimiter } from 'sluice';
 import { type NodeRateLimitOptions, withRateLimit } from 'sluice/node';
 import { issueToken, verifiedTenant } from '../../src/demo/identity.js';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const secret = 'test-secret';
@@ -88,7 +88,7 @@ const postAs = (url: string, tenant: string) =>
 
 describe('node:http adapter', () => {
   it('allowed runs the handler; limited → 429 + Retry-After + JSON, handler never run', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 3, windowMs: 60_000 }));
     const tenant = randomTenant();
     const results = [];
@@ -106,7 +106,7 @@ describe('node:http adapter', () => {
   });
 
   it('query-string variants share one quota (the route template names it)', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }));
     const tenant = randomTenant();
     const statuses = [];
@@ -116,7 +116,7 @@ describe('node:http adapter', () => {
   });
 
   it('the tenant comes from the verified identity; client headers cannot mint fresh quotas', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }));
     const tenant = randomTenant();
     const statuses = [];
@@ -141,7 +141,7 @@ describe('node:http adapter', () => {
   });
 
   it('case C06 (HTTP): a route whose cost is above the limit never answers 200', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 10, windowMs: 60_000 }), { cost: 11 });
     const r = await a.post(randomTenant());
     assert.equal(r.status, 429);
@@ -151,7 +151,7 @@ describe('node:http adapter', () => {
   });
 
   it('case C07 (HTTP): fixed window 1 per 1500 ms → 429 with Retry-After: 2; after waiting it, 200', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 1, windowMs: 1500 }));
     const tenant = randomTenant();
     assert.equal((await a.post(tenant)).status, 200);
@@ -209,7 +209,7 @@ describe('node:http adapter', () => {
 
   it('fail-open admits through the local fallback limit only, counted as fail-open', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const a = await app(limiter, fixedWindow({ limit: 100, windowMs: 60_000 }), {
       failureMode: 'fail-open',
       failOpenLimit: 3,
@@ -224,7 +224,7 @@ describe('node:http adapter', () => {
   });
 
   it('fail-open without a local limit is refused at configuration time', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     await assert.rejects(
       app(limiter, fixedWindow({ limit: 1, windowMs: 1000 }), { failureMode: 'fail-open' }),
       {
@@ -234,7 +234,7 @@ describe('node:http adapter', () => {
   });
 
   it('no verified identity → 401, nothing counted against any quota', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 1, windowMs: 1000 }));
     const res = await fetch(`${a.url}/orders`, { method: 'POST' });
     assert.equal(res.status, 401);
@@ -243,7 +243,7 @@ describe('node:http adapter', () => {
   });
 
   it('RateLimit-Policy / RateLimit (draft-08) on admitted and limited responses; t matches Retry-After', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
       headers: { legacy: true },
     });
@@ -269,7 +269,7 @@ describe('node:http adapter', () => {
   });
 
   it('a named policy names its quota in RateLimit-Policy, and every outcome event carries the name', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const events: string[] = [];
     const a = await app(
       limiter,
@@ -292,7 +292,7 @@ describe('node:http adapter', () => {
   it('no rate-limit headers with headers: false, and none invented when the limiter failed', async () => {
     const client = await redis.client();
     const quiet = await app(
-      new RateLimiter({ client }),
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }),
       fixedWindow({ limit: 2, windowMs: 60_000 }),
       { headers: false },
     );
@@ -304,7 +304,7 @@ describe('node:http adapter', () => {
     assert.equal(ok.headers.get('ratelimit'), null);
     client.destroy();
     const failing = await app(
-      new RateLimiter({ client }),
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }),
       fixedWindow({ limit: 2, windowMs: 60_000 }),
     );
     const down = await fetch(`${failing.url}/orders`, {
@@ -318,7 +318,7 @@ describe('node:http adapter', () => {
   });
 
   it('shadow mode: decides and counts, never blocks, and names the would-be decision', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
       shadow: true,
       shadowHeader: 'x-ratelimit-shadow',
@@ -341,7 +341,7 @@ describe('node:http adapter', () => {
 
   it('shadow mode with the limiter failing: the request goes through, counted, marked unavailable', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const a = await app(limiter, fixedWindow({ limit: 2, windowMs: 60_000 }), {
       shadow: true,
       shadowHeader: 'x-ratelimit-shadow',
@@ -358,7 +358,7 @@ describe('node:http adapter', () => {
   });
 
   it('a malformed shadow header name is refused when the guard is made', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     await assert.rejects(
       app(limiter, fixedWindow({ limit: 1, windowMs: 1000 }), {
         shadow: true,
@@ -371,7 +371,7 @@ describe('node:http adapter', () => {
   });
 
   it('an onOutcome that throws never changes the answer', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const a = await app(limiter, fixedWindow({ limit: 1, windowMs: 60_000 }), {
       onOutcome: () => {
         throw new Error('observer bug');
@@ -383,7 +383,7 @@ describe('node:http adapter', () => {
   });
 
   it('a throwing onError still gets a 500; a handler failing after writeHead ends the exchange', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);

@@ -20,7 +20,7 @@ import { fetchRateLimit } from 'sluice/fetch';
 import type { SettledResponse, SettleInfo } from 'sluice/http';
 import { koaRateLimit } from 'sluice/koa';
 import { nodeRateLimit } from 'sluice/node';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const closers: (() => Promise<void> | void)[] = [];
@@ -197,7 +197,7 @@ const settled = () => sleep(50);
 describe('guard option settle: a login that counts only failures', () => {
   let limiter: RateLimiter | undefined;
   const shared = async () => {
-    limiter ??= new RateLimiter({ client: await redis.client() });
+    limiter ??= new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     return limiter;
   };
 
@@ -266,7 +266,7 @@ describe('guard option settle: a login that counts only failures', () => {
 
 describe('guard option retryId: a retried request counts once', () => {
   it('node:http: the same Idempotency-Key counts once and runs the handler once', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'orders' });
     const guard = nodeRateLimit({
       limiter,
@@ -304,7 +304,7 @@ describe('guard option retryId: a retried request counts once', () => {
   });
 
   it('express with settle: concurrent copies of one key run the handler once', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 2, windowMs: 60_000, name: 'idem-login' });
     let runs = 0;
     const app = express();
@@ -344,7 +344,7 @@ describe('guard option retryId: a retried request counts once', () => {
   });
 
   it('a retryId that throws or answers a promise is no key, never an unhandled rejection', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const policy = fixedWindow({ limit: 5, windowMs: 60_000, name: 'async-key' });
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);

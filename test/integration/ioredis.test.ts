@@ -1,5 +1,5 @@
 /**
- * ioredis clients (`Redis`, `Cluster`) given as `new RateLimiter({ client })`: recognised at
+ * ioredis clients (`Redis`, `Cluster`) given as `new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client })`: recognised at
  * construction (an offline queue refused), exact counts across clients with coalescing,
  * takeAll, NOSCRIPT recovery, and every failure mapped as for node-redis — a closed client
  * or a stopped server is an UnavailableError at once, WRONGTYPE a StoreError and READONLY an
@@ -25,7 +25,8 @@ import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server
 import { IoRedisClusterStore, IoRedisStore } from '../../src/redis/ioredis/stores.js';
 import { clientKind, storeFor } from '../../src/redis/select.js';
 import { RerouteError } from '../../src/stores/store.js';
-import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { watchLoop } from '../helpers/lag.js';
+import { commandCalls, keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 // Registered before useRedis's, so it runs first: each client closes while its server runs
 // (ioredis waits 2 s for a socket that closed before `disconnect()`).
@@ -167,7 +168,7 @@ describe('ioredis: recognised at construction', () => {
     for (const [client, expected] of cases) {
       clients.push(client);
       assert.throws(
-        () => new RateLimiter({ client: asClient(client) }),
+        () => new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(client) }),
         (error: unknown) =>
           error instanceof InvalidInputError &&
           error.field === 'options.client' &&
@@ -189,7 +190,7 @@ describe('ioredis: recognised at construction', () => {
       null,
     ]) {
       assert.throws(
-        () => new RateLimiter({ client: asClient(client) }),
+        () => new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(client) }),
         (error: unknown) =>
           error instanceof InvalidInputError &&
           error.field === 'options.client' &&
@@ -225,7 +226,12 @@ describe('ioredis Redis: decisions', () => {
     // No denial cache here only so that its reset-epoch reads do not count below.
     const limiters = await Promise.all(
       [0, 1, 2].map(
-        async () => new RateLimiter({ client: asClient(await ioredis()), denialCache: false }),
+        async () =>
+          new RateLimiter({
+            timeoutMs: TEST_TIMEOUT_MS,
+            client: asClient(await ioredis()),
+            denialCache: false,
+          }),
       ),
     );
     // Load the batch script first, so that NOSCRIPT retries do not count below.
@@ -274,7 +280,10 @@ describe('ioredis Redis: decisions', () => {
 
   it('takeAll is all or nothing across clients, alone and batched with takes', async () => {
     const [a, b] = await Promise.all(
-      [0, 1].map(async () => new RateLimiter({ client: asClient(await ioredis()) })),
+      [0, 1].map(
+        async () =>
+          new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(await ioredis()) }),
+      ),
     );
     assert.ok(a && b);
     const tenant = randomTenant();
@@ -305,7 +314,10 @@ describe('ioredis Redis: decisions', () => {
 
   it('NOSCRIPT after SCRIPT FLUSH is reloaded with EVAL, alone and batched, never a failure', async () => {
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client: asClient(await ioredis()) });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: asClient(await ioredis()),
+    });
     const tenant = randomTenant();
     assert.equal((await limiter.take({ tenant, route }, policy)).remaining, 9);
     await admin.client.scriptFlush();
@@ -320,7 +332,11 @@ describe('ioredis Redis: decisions', () => {
 
   it('a key of the wrong type is the same StoreError (WRONGTYPE) alone and batched', async () => {
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client: asClient(await ioredis()), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: asClient(await ioredis()),
+      denialCache: false,
+    });
     const bad = randomTenant();
     await admin.client.hSet(keyFor(policy, bad, route), 'x', '1');
     try {
@@ -346,6 +362,7 @@ describe('ioredis Redis: failures', () => {
       const client = await ioredis();
       const limiter = new RateLimiter({ client: asClient(client), timeoutMs: 1000 });
       await close(client);
+      const lag = watchLoop();
       const started = performance.now();
       const errors = await Promise.all([
         reason(limiter.take({ tenant: randomTenant(), route }, policy)),
@@ -356,7 +373,11 @@ describe('ioredis Redis: failures', () => {
         assert.ok(error instanceof UnavailableError, String(error));
         assert.match((error as Error).message, /Connection is closed|Stream isn't writeable/);
       }
-      assert.ok(elapsed < 200, `answered in ${elapsed.toFixed(0)} ms`);
+      const lagMs = lag.stop();
+      assert.ok(
+        elapsed < 200 + lagMs,
+        `answered in ${elapsed.toFixed(0)} ms (loop late ≤ ${lagMs} ms)`,
+      );
     }
   });
 
@@ -376,6 +397,7 @@ describe('ioredis Redis: failures', () => {
     await pause.call('CLIENT', ['PAUSE', '5000', 'WRITE']);
     const inFlight = reason(limiter.take({ tenant, route }, policy));
     await new Promise((resolve) => setTimeout(resolve, 30)); // sent, held by the pause
+    const lag = watchLoop();
     const started = performance.now();
     await server.kill();
     const lost = await inFlight;
@@ -388,7 +410,11 @@ describe('ioredis Redis: failures', () => {
     // No offline queue: nothing waits for the reconnection.
     assert.ok(later instanceof UnavailableError, String(later));
     assert.match(later.message, /enableOfflineQueue/);
-    assert.ok(elapsed < 500, `answered in ${elapsed.toFixed(0)} ms`);
+    const lagMs = lag.stop();
+    assert.ok(
+      elapsed < 500 + lagMs,
+      `answered in ${elapsed.toFixed(0)} ms (loop late ≤ ${lagMs} ms)`,
+    );
     assert.equal(limiter.stats().inFlight, 0);
     // The client reconnects on its own (ioredis's retryStrategy) and the limiter decides again.
     await server.restart();
@@ -403,7 +429,11 @@ describe('ioredis Redis: failures', () => {
     const replica = await startRedisServer(['--replicaof', '127.0.0.1', String(redis.server.port)]);
     servers.push(replica);
     const client = await ioredis({ port: replica.port });
-    const limiter = new RateLimiter({ client: asClient(client), onWarning: () => {} });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: asClient(client),
+      onWarning: () => {},
+    });
     const alone = await reason(limiter.take({ tenant: randomTenant() }, policy));
     const batched = await Promise.allSettled([
       limiter.take({ tenant: randomTenant() }, policy),

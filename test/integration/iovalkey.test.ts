@@ -1,5 +1,5 @@
 /**
- * iovalkey (a fork of ioredis) clients given as `new RateLimiter({ client })`: recognised as
+ * iovalkey (a fork of ioredis) clients given as `new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client })`: recognised as
  * ioredis is, with the same option checks (`IOREDIS_OPTIONS` from `sluice/ioredis` is what
  * they need), exact counts across clients, and failures typed as for ioredis — WRONGTYPE a
  * `StoreError`, a wrong password a `RedisConfigError`, a stopped server an
@@ -21,7 +21,7 @@ import {
 import { IOREDIS_CLUSTER_OPTIONS, IOREDIS_OPTIONS } from 'sluice/ioredis';
 import { startRedisServer } from '../../src/demo/redis-server.js';
 import { clientKind } from '../../src/redis/select.js';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 // Registered before useRedis's: each client closes while its server runs.
 const closers: (() => unknown)[] = [];
@@ -65,7 +65,7 @@ describe('iovalkey clients', () => {
     });
     closers.push(() => cluster.disconnect());
     assert.equal(clientKind(cluster), 'ioredis-cluster');
-    new RateLimiter({ client: asClient(cluster) }); // its options pass the checks
+    new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(cluster) }); // its options pass the checks
   });
 
   it('the ioredis option checks apply: an offline queue, retries or resends are refused', async () => {
@@ -77,7 +77,7 @@ describe('iovalkey clients', () => {
     ] as const) {
       const client = await iovalkey(options as RedisOptions);
       assert.throws(
-        () => new RateLimiter({ client: asClient(client) }),
+        () => new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(client) }),
         (error: unknown) => error instanceof InvalidInputError && named.test(error.message),
       );
     }
@@ -85,7 +85,10 @@ describe('iovalkey clients', () => {
 
   it('3 clients × 10 concurrent takes, limit 10 → exactly 10', async () => {
     const limiters = await Promise.all(
-      [0, 1, 2].map(async () => new RateLimiter({ client: asClient(await iovalkey()) })),
+      [0, 1, 2].map(
+        async () =>
+          new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(await iovalkey()) }),
+      ),
     );
     const tenant = randomTenant();
     const decisions = await Promise.all(
@@ -106,7 +109,7 @@ describe('iovalkey clients', () => {
     const client = await iovalkey();
     const tenant = randomTenant();
     await client.lpush(keyFor(policy, tenant, route), 'x');
-    const limiter = new RateLimiter({ client: asClient(client) });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(client) });
     const wrongType = await rejection(limiter.take({ tenant, route }, policy));
     assert.ok(wrongType instanceof StoreError && wrongType.redisCode === 'WRONGTYPE');
 

@@ -28,7 +28,7 @@ import type { DecisionEvent, Metrics } from 'sluice/metrics';
 import { connectRedis } from 'sluice/node-redis';
 import { OPEN_TELEMETRY_INSTRUMENTS, openTelemetryMetrics } from 'sluice/opentelemetry';
 import { prometheusMetrics } from 'sluice/prometheus';
-import { keyFor, useRedis } from '../helpers/redis.js';
+import { keyFor, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const clients: { destroy(): void; isOpen: boolean }[] = [];
@@ -136,7 +136,12 @@ async function runSequence(metrics: Metrics, read: () => Promise<Exposition>): P
   // unavailable: a destroyed client.
   const closed = await connectRedis({ url: redis.server.url, onError: () => {} });
   closed.destroy();
-  const down = new RateLimiter({ client: closed, metrics, eventTenant: true });
+  const down = new RateLimiter({
+    timeoutMs: TEST_TIMEOUT_MS,
+    client: closed,
+    metrics,
+    eventTenant: true,
+  });
   await assert.rejects(down.take(scope, orders), { code: 'SLUICE_UNAVAILABLE' });
 
   // Guards: enforcing, failing closed and open, and shadow.
@@ -445,6 +450,7 @@ describe('a refused takeAll names the policy that refused', () => {
       const client = await redis.client();
       const events: DecisionEvent[] = [];
       const limiter = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
         client,
         metrics,
         onDecision: (event) => events.push(event),

@@ -35,7 +35,7 @@ import {
 } from 'sluice';
 import { digest, tenantTag } from '../../src/key.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
-import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const RUNS = Number(process.env.SLUICE_MODEL_RUNS ?? 1000);
@@ -1023,7 +1023,12 @@ describe('model: the sliding window log priced, Redis ≡ twin', () => {
  */
 describe('foreign state the model found (production scripts)', () => {
   const limiter = async () =>
-    new RateLimiter({ client: await redis.client(), maxBatchSize: 1, denialCache: false });
+    new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      maxBatchSize: 1,
+      denialCache: false,
+    });
   const scope = () => ({ tenant: randomTenant(), route: 'r' });
   const bounded = (pttl: number, horizonMs: number) =>
     pttl === -2 || (pttl >= 0 && pttl <= horizonMs);

@@ -13,7 +13,7 @@ import { APP_GUARD, NestFactory } from '@nestjs/core';
 import { ThrottlerGuard, ThrottlerModule } from '@nestjs/throttler';
 import { InvalidInputError, RateLimiter } from 'sluice';
 import { SluiceThrottlerStorage } from 'sluice/nestjs';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const apps: INestApplication[] = [];
@@ -142,7 +142,9 @@ describe('SluiceThrottlerStorage', () => {
   it('a failing limiter rejects with a 503 HttpException and the problem body, never a fake 429', async () => {
     const client = await redis.client();
     client.destroy();
-    const storage = new SluiceThrottlerStorage(new RateLimiter({ client }));
+    const storage = new SluiceThrottlerStorage(
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client }),
+    );
     await assert.rejects(
       storage.increment(randomTenant(), 1000, 1, 0, 'default'),
       (error: unknown) => {

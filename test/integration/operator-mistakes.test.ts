@@ -24,7 +24,7 @@ import {
 import { IOREDIS_OPTIONS } from 'sluice/ioredis';
 import { connectRedis, type RedisConnection } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
-import { randomTenant } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS } from '../helpers/redis.js';
 
 const servers: PrivateRedis[] = [];
 const closers: (() => unknown)[] = [];
@@ -299,7 +299,7 @@ describe('hooks a connection calls', () => {
         },
       });
       closers.push(() => redis.destroy());
-      const limiter = new RateLimiter({ client: redis });
+      const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: redis });
       assert.equal(await outcome(limiter), 'allowed');
       await root.client.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);
       await until(limiter, 'allowed');
@@ -330,7 +330,7 @@ describe('hooks a connection calls', () => {
     });
     closers.push(() => redis.destroy());
     assert.equal(asked, 2, 'once per connection (node-redis and the script connection)');
-    const limiter = new RateLimiter({ client: redis });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: redis });
     assert.equal(await outcome(limiter), 'allowed');
     password = 'two';
     await root.client.sendCommand(['CONFIG', 'SET', 'requirepass', 'two']);
@@ -347,7 +347,7 @@ describe('connectRedis over a Unix socket', () => {
     const s = await server(['--unixsocket', socket, '--unixsocketperm', '700']);
     const redis = await connectRedis({ url: `unix://${socket}`, onError: () => {} });
     closers.push(() => redis.destroy());
-    const limiter = new RateLimiter({ client: redis });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: redis });
     assert.equal(await outcome(limiter), 'allowed');
     const root = await admin(s.url);
     const clients = String(await root.client.sendCommand(['CLIENT', 'LIST']));
@@ -370,7 +370,7 @@ describe('over HTTP, a refused configuration is not an outage', () => {
       onError: () => {},
     });
     closers.push(() => redis.destroy());
-    const limiter = new RateLimiter({ client: redis });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: redis });
     const { withRateLimit } = await import('sluice/node');
     const { createServer } = await import('node:http');
     let handled = 0;

@@ -15,7 +15,7 @@ import { connectRedis } from 'sluice/node-redis';
 import { startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import { nodeScript } from '../helpers/node-script.js';
-import { commandCalls, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { commandCalls, keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const hammer = new URL('../fixtures/prefetch-hammer.ts', import.meta.url);
@@ -97,7 +97,11 @@ describe('prefetch', () => {
   it('a grant is consumed in Redis at once and its unused units go back at close', async () => {
     const client = await redis.client();
     const events: { outcome: string; cached: boolean }[] = [];
-    const limiter = new RateLimiter({ client, onDecision: (event) => events.push(event) });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client,
+      onDecision: (event) => events.push(event),
+    });
     const { policy, scope, key } = hotScope(limiter, 1_000, 60_000, 64);
     const first = await limiter.take(scope, policy);
     assert.equal(first.allowed, true);
@@ -237,7 +241,7 @@ describe('prefetch', () => {
   });
 
   it('the grant shrinks near the limit and cost > 1 bypasses it', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const { policy, scope, key } = hotScope(limiter, 20, 60_000, 64);
     await limiter.take(scope, policy); // 1 + ⌊19 / 8⌋ = 3
     assert.equal(await counter(key), 3);
@@ -257,7 +261,7 @@ describe('prefetch', () => {
   });
 
   it('at the end of a window the grant goes back into it, and the next window grants afresh', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const { policy, scope, key } = hotScope(limiter, 1_000, 400, 32);
     await limiter.take(scope, policy);
     assert.equal(await counter(key), 33);
@@ -281,7 +285,7 @@ describe('prefetch', () => {
   });
 
   it('keeps no key beyond the horizon', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const { policy, scope, key } = hotScope(limiter, 100, 300, 16);
     const admin = await redis.admin();
     await Promise.all(Array.from({ length: 30 }, () => limiter.take(scope, policy)));
@@ -317,7 +321,10 @@ describe('prefetch', () => {
     };
     const store = new MemoryStore();
     const twin = await run(new RateLimiter({ store }), 'twin');
-    const real = await run(new RateLimiter({ client: await redis.client() }), randomTenant());
+    const real = await run(
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
+      randomTenant(),
+    );
     assert.deepEqual(twin, real);
     assert.equal(real.left, 200 - 150 - 2 * 4);
   });

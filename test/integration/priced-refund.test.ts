@@ -20,7 +20,7 @@ import {
   tokenBucket,
 } from 'sluice';
 import { ClockedRedisStore } from '../helpers/clocked.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'POST/refund';
@@ -214,7 +214,7 @@ for (const backend of ['redis', 'memory'] as const) {
 describe('refund: takeId is required', () => {
   it('an omitted or bad takeId is an InvalidInputError naming it, nothing sent', async () => {
     const client = await redis.client();
-    const l = new RateLimiter({ client });
+    const l = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const admin = await redis.admin();
     const policy = fixedWindow({ limit: 10, windowMs: 1000 });
     const scope = { tenant: randomTenant(), route };

@@ -25,14 +25,14 @@ import {
 } from 'sluice';
 import { MAX_PRICED_LOG_LIMIT } from '../../src/index.js';
 import { nodeScript } from '../helpers/node-script.js';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const reserver = new URL('../fixtures/reserver.ts', import.meta.url);
 const route = 'POST/complete';
 
 async function limiter(): Promise<RateLimiter> {
-  return new RateLimiter({ client: await redis.client() });
+  return new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
 }
 
 describe('reserve, then settle with what was used', () => {

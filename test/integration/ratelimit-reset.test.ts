@@ -8,13 +8,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { fixedWindow, gcra, type Policy, RateLimiter, tokenBucket } from 'sluice';
 import { createGuard } from 'sluice/http';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 
 /** The `RateLimit` field of each of `n` admitted requests of one tenant. */
 async function fields(policy: Policy, n: number): Promise<string[]> {
-  const limiter = new RateLimiter({ client: await redis.client() });
+  const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
   const tenant = randomTenant();
   const guard = createGuard<object>({
     limiter,

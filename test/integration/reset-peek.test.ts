@@ -22,7 +22,13 @@ import {
 } from 'sluice';
 import type { ScriptStore } from 'sluice/store';
 import type { LuaScript } from '../../src/algorithms/script.js';
-import { type Client, commandCalls, randomTenant, useRedis } from '../helpers/redis.js';
+import {
+  type Client,
+  commandCalls,
+  randomTenant,
+  TEST_TIMEOUT_MS,
+  useRedis,
+} from '../helpers/redis.js';
 import { logMember, logTakes } from '../helpers/sliding-log.js';
 
 const redis = useRedis();
@@ -76,7 +82,7 @@ const STORES: Record<string, () => Promise<StoreUnderTest>> = {
     const admin = await redis.admin();
     return {
       limiter: async (options = {}) =>
-        new RateLimiter({ ...options, client: await redis.client() }),
+        new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, ...options, client: await redis.client() }),
       snapshot: async (key) => {
         if ((await admin.client.exists(key)) === 0) return null;
         return {
@@ -345,7 +351,11 @@ describe('peek never repairs state (Redis)', () => {
   ];
   for (const [label, policy, write, admits] of cases) {
     it(`${label}, no TTL: peek leaves it as it is (PTTL -1); the take then bounds it`, async () => {
-      const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const limiter = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client: await redis.client(),
+        denialCache: false,
+      });
       const admin = await redis.admin();
       const scope: Scope = { tenant: randomTenant(), route };
       const key = limiter.keyOf(scope, policy);
@@ -387,8 +397,8 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
   }
 
   it('after B resets and 800 ms pass, A’s next take is decided by Redis and admitted', async () => {
-    const a = new RateLimiter({ client: await redis.client() });
-    const b = new RateLimiter({ client: await redis.client() });
+    const a = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
+    const b = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope: Scope = { tenant: randomTenant(), route };
     await cacheDenial(a, scope);
     assert.equal(await b.reset(scope, policy), true);
@@ -400,8 +410,8 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
   });
 
   it('A taking every 20 ms: no cached denial for a take started 750 ms or more after B’s reset', async (t) => {
-    const a = new RateLimiter({ client: await redis.client() });
-    const b = new RateLimiter({ client: await redis.client() });
+    const a = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
+    const b = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope: Scope = { tenant: randomTenant(), route };
     await cacheDenial(a, scope);
     const before = a.stats();
@@ -436,7 +446,7 @@ describe('reset reaches every limiter’s denial cache (Redis)', () => {
   });
 
   it('the limiter that resets drops its own cached denial at once', async () => {
-    const a = new RateLimiter({ client: await redis.client() });
+    const a = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope: Scope = { tenant: randomTenant(), route };
     await cacheDenial(a, scope);
     assert.equal(await a.reset(scope, policy), true);
@@ -566,7 +576,7 @@ describe('takeAll validation: InvalidInputError naming the field, nothing sent',
   });
 
   it('on Redis (INFO commandstats)', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const admin = await redis.admin();
     const sent = async () =>
       (await commandCalls(admin, 'evalsha')) + (await commandCalls(admin, 'eval'));

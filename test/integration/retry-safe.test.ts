@@ -15,7 +15,7 @@ import {
   TimeoutError,
   tokenBucket,
 } from 'sluice';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const route = 'POST/orders';
@@ -25,7 +25,7 @@ describe('a take with an id counts at most once', () => {
   it('a repeat returns the first answer, replayed, and consumes nothing', async () => {
     const client = await redis.client();
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const tenant = randomTenant();
     const scope = { tenant, route };
     const first = await limiter.take(scope, policy, { id: 'op-1', cost: 2 });
@@ -56,7 +56,11 @@ describe('a take with an id counts at most once', () => {
 
   it('refused takes with fresh ids leave no record keys (take, takeAll, reserve, reserveAll, blocked)', async () => {
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      denialCache: false,
+    });
     const tenant = randomTenant();
     const scope = { tenant, route };
     const one = fixedWindow({ limit: 1, windowMs: 60_000, name: 'refused-one' });
@@ -102,7 +106,7 @@ describe('a take with an id counts at most once', () => {
 
   it('an id reused for a different request is an InvalidInputError (field id) and changes nothing', async () => {
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const tenant = randomTenant();
     const scope = { tenant, route };
     const other = fixedWindow({ limit: 5, windowMs: 60_000, name: 'other' });
@@ -153,7 +157,7 @@ describe('a take with an id counts at most once', () => {
   });
 
   it('repeats in one batch (the same turn): the first decides, the others replay', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope = { tenant: randomTenant(), route };
     const answers = await Promise.all(
       Array.from({ length: 8 }, () => limiter.take(scope, policy, { id: 'same' })),
@@ -166,7 +170,7 @@ describe('a take with an id counts at most once', () => {
 
   it('the record expires with the policy horizon (its TTL never longer)', async () => {
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const tenant = randomTenant();
     const bucket = tokenBucket({ capacity: 10, refillTokens: 10, refillIntervalMs: 1000 });
     await limiter.take({ tenant }, bucket, { id: 'ttl' });
@@ -188,7 +192,7 @@ describe('a take with an id counts at most once', () => {
   });
 
   it('a short horizon: after it, the id is decided afresh', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope = { tenant: randomTenant() };
     const quick = gcra({ limit: 2, periodMs: 100 });
     assert.equal((await limiter.take(scope, quick, { id: 'q' })).replayed, false);
@@ -261,7 +265,7 @@ describe('a take whose reply was held back past the deadline (CLIENT PAUSE), ret
 describe('retry-safe takes and the local denial cache', () => {
   it('an admitted id replays "allowed" while the scope is held denied in the cache', async () => {
     const client = await redis.client();
-    const limiter = new RateLimiter({ client });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
     const scope = { tenant: randomTenant(), route };
     const first = await limiter.take(scope, policy, { id: 'early' });
     assert.equal(first.allowed, true);
@@ -279,7 +283,7 @@ describe('retry-safe takes and the local denial cache', () => {
   });
 
   it('takeAll with an id is not answered from the cache', async () => {
-    const limiter = new RateLimiter({ client: await redis.client() });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() });
     const scope = { tenant: randomTenant(), route };
     const first = await limiter.takeAll([{ scope, policy }], { id: 'g' });
     await limiter.take(scope, policy, { cost: 4 });
@@ -293,7 +297,7 @@ describe('claimServe: an admission with an id goes to its work once', () => {
   it('the first claim wins, every later one is refused; Redis and its twin agree', async () => {
     const admin = await redis.admin();
     for (const limiter of [
-      new RateLimiter({ client: await redis.client() }),
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: await redis.client() }),
       new RateLimiter({ store: new MemoryStore() }),
     ]) {
       const scope = { tenant: randomTenant(), route };

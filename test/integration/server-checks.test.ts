@@ -12,6 +12,7 @@ import { fixedWindow, RateLimiter, UnavailableError } from 'sluice';
 import { connectRedis } from 'sluice/node-redis';
 import { type PrivateRedis, startRedisServer } from '../../src/demo/redis-server.js';
 import { factsFromInfo, olderThan, warningsFor } from '../../src/redis/server-checks.js';
+import { TEST_TIMEOUT_MS } from '../helpers/redis.js';
 
 const servers: PrivateRedis[] = [];
 const clients: { destroy(): void }[] = [];
@@ -31,7 +32,11 @@ async function warningsOf(url: string, count: number): Promise<StartupWarning[]>
   const client = await connectRedis({ url, onError: () => {} });
   clients.push(client);
   const warnings: StartupWarning[] = [];
-  new RateLimiter({ client, onWarning: (warning) => warnings.push(warning) });
+  new RateLimiter({
+    timeoutMs: TEST_TIMEOUT_MS,
+    client,
+    onWarning: (warning) => warnings.push(warning),
+  });
   const deadline = Date.now() + 3000;
   while (warnings.length < count && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));
@@ -71,7 +76,7 @@ describe('start-up checks', () => {
     const replica = await server(['--replicaof', '127.0.0.1', String(primary.port)]);
     const client = await connectRedis({ url: replica.url, onError: () => {} });
     clients.push(client);
-    const limiter = new RateLimiter({ client, onWarning: () => {} });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client, onWarning: () => {} });
     const policy = fixedWindow({ limit: 5, windowMs: 60_000 });
     const alone = await limiter.take({ tenant: 'a' }, policy).then(
       () => assert.fail('a replica admitted'),
@@ -101,7 +106,7 @@ describe('start-up checks', () => {
     const onWarning = (warning: Error & { code?: string }) => seen.push(String(warning.code));
     process.on('warning', onWarning);
     try {
-      new RateLimiter({ client });
+      new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client });
       const deadline = Date.now() + 3000;
       while (!seen.includes('SLUICE_EVICTION_POLICY') && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 20));

@@ -23,7 +23,7 @@ import {
 import { TAKE, type TwinState } from '../../src/algorithms/twin.js';
 import { NodeRedisStore } from '../../src/redis/node-redis/stores.js';
 import { ClockedRedisStore } from '../helpers/clocked.js';
-import { type Client, keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 import { logMember } from '../helpers/sliding-log.js';
 
 const redis = useRedis();
@@ -321,7 +321,11 @@ describe('weighted sliding window log: one member per take, bounded calls (Redis
 
   it('a take of cost 10,000 at limit 10,000 writes one member', async () => {
     const admin = await redis.admin();
-    const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: await redis.client(),
+      denialCache: false,
+    });
     const scope = { tenant: randomTenant() };
     const d = await limiter.take(scope, policy, { cost: MAX_LOG_LIMIT });
     assert.deepEqual([d.allowed, d.remaining], [true, 0]);

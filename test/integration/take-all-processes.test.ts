@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { RateLimiter } from 'sluice';
 import { POLICY_OF } from '../fixtures/take-all-taker.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 import { useTakers } from '../helpers/takers.js';
 
 const redis = useRedis();
@@ -25,7 +25,11 @@ describe('takeAll across 3 processes: tenant-wide + per-user limits', () => {
   for (const algorithm of Object.keys(POLICY_OF)) {
     it(`${algorithm}: exactly the binding limit is admitted, and a refused takeAll consumes nothing`, async () => {
       const of = POLICY_OF[algorithm] as (typeof POLICY_OF)[string];
-      const limiter = new RateLimiter({ client: await redis.client(), denialCache: false });
+      const limiter = new RateLimiter({
+        timeoutMs: TEST_TIMEOUT_MS,
+        client: await redis.client(),
+        denialCache: false,
+      });
       for (const [tenantLimit, userLimit, binding] of [
         [20, 6, 20], // the tenant-wide limit binds (5 users × 6 > 20)
         [100, 4, 20], // the per-user limits bind (5 × 4 < 100)

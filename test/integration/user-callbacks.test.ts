@@ -16,7 +16,7 @@ import type { LimiterSource, Metrics } from 'sluice/metrics';
 import { withRateLimit } from 'sluice/node';
 import { connectRedis } from 'sluice/node-redis';
 import type { ScriptStore } from 'sluice/store';
-import { useRedis } from '../helpers/redis.js';
+import { TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 const redis = useRedis();
 const warnings: string[] = [];
@@ -141,7 +141,7 @@ describe('a connection', () => {
     it(`${what} throws on a lost connection: it reconnects, decisions resume`, async () => {
       const connection = await connectRedis({ url: redis.server.url, ...options });
       try {
-        const limiter = new RateLimiter({ client: connection });
+        const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: connection });
         assert.equal((await limiter.take({ tenant: `${what}-a` }, policy)).allowed, true);
         const admin = await redis.admin();
         await admin.client.sendCommand(['CLIENT', 'KILL', 'TYPE', 'normal', 'SKIPME', 'yes']);

@@ -1,6 +1,6 @@
 /**
  * Valkey GLIDE clients (`GlideClient`, `GlideClusterClient`) given as
- * `new RateLimiter({ client })`, on a private Redis 7.0: recognised at construction (a cluster
+ * `new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client })`, on a private Redis 7.0: recognised at construction (a cluster
  * client with its recovery queue on refused), exact counts across clients, takeAll, NOSCRIPT
  * recovery, and every failure typed — a wrong password a `RedisConfigError`, a WRONGTYPE key
  * a `StoreError` (alone and batched), a stopped server or a closed client an
@@ -25,7 +25,7 @@ import { startRedisServer } from '../../src/demo/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import { clientKind, storeFor } from '../../src/redis/select.js';
 import { glideReplyText, toSluiceError } from '../../src/redis/valkey-glide/stores.js';
-import { keyFor, randomTenant, useRedis } from '../helpers/redis.js';
+import { keyFor, randomTenant, TEST_TIMEOUT_MS, useRedis } from '../helpers/redis.js';
 
 // GLIDE's core logs every error reply at WARN on stdout; the tests assert on outcomes.
 Logger.setLoggerConfig('off');
@@ -70,7 +70,10 @@ describe('Valkey GLIDE GlideClient', () => {
 
   it('3 clients × 10 concurrent takes, limit 10 → exactly 10, remaining 9…0 once each', async () => {
     const limiters = await Promise.all(
-      [0, 1, 2].map(async () => new RateLimiter({ client: asClient(await glide()) })),
+      [0, 1, 2].map(
+        async () =>
+          new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(await glide()) }),
+      ),
     );
     const tenant = randomTenant();
     const decisions = await Promise.all(
@@ -87,7 +90,7 @@ describe('Valkey GLIDE GlideClient', () => {
 
   it('SCRIPT FLUSH: the next takes reload the script (NOSCRIPT never reaches a caller)', async () => {
     const client = await glide();
-    const limiter = new RateLimiter({ client: asClient(client) });
+    const limiter = new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(client) });
     const scope = { tenant: randomTenant(), route };
     assert.equal((await limiter.take(scope, policy)).remaining, 9);
     await client.customCommand(['SCRIPT', 'FLUSH']);
@@ -97,7 +100,11 @@ describe('Valkey GLIDE GlideClient', () => {
 
   it('a WRONGTYPE key is a StoreError, alone and batched with a take of another scope', async () => {
     const client = await glide();
-    const limiter = new RateLimiter({ client: asClient(client), denialCache: false });
+    const limiter = new RateLimiter({
+      timeoutMs: TEST_TIMEOUT_MS,
+      client: asClient(client),
+      denialCache: false,
+    });
     const tenant = randomTenant();
     await client.customCommand(['LPUSH', keyFor(policy, tenant, route), 'x']);
     const alone = await rejection(limiter.take({ tenant, route }, policy));
@@ -191,7 +198,8 @@ describe('Valkey GLIDE GlideClusterClient recognition', () => {
   it('a cluster client without recoveryRequestsQueueSize: 0 is refused, naming it', () => {
     for (const config of [{ addresses: [] }, { addresses: [], recoveryRequestsQueueSize: 10 }]) {
       assert.throws(
-        () => new RateLimiter({ client: asClient(clusterShaped(config)) }),
+        () =>
+          new RateLimiter({ timeoutMs: TEST_TIMEOUT_MS, client: asClient(clusterShaped(config)) }),
         (error: unknown) =>
           error instanceof InvalidInputError &&
           error.field === 'options.client' &&
