@@ -141,7 +141,7 @@ function linkNodeTypes(app: string): void {
   symlinkSync(join(root, 'node_modules/@types/node'), link);
 }
 
-describe('the packed package, installed in a fresh app', { timeout: 120_000 }, () => {
+describe('the packed package, installed in a fresh app', { timeout: 240_000 }, () => {
   let temp = '';
   let app = '';
   let tarball = '';
