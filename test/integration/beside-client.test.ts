@@ -308,7 +308,8 @@ for (const kind of KINDS) {
           child.kill('SIGKILL');
           reject(new Error(`the process did not exit within ${boundFor(10_000)} ms: ${out}`));
         }, boundFor(10_000));
-        child.on('exit', (exitCode) => {
+        // 'close': its stdout read to the end.
+        child.on('close', (exitCode) => {
           clearTimeout(timer);
           resolve(exitCode);
         });

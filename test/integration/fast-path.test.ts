@@ -53,7 +53,9 @@ function tally(outcomes: readonly string[]): Record<string, number> {
 
 describe('script connection: routing', () => {
   it('takes go over the script connection (named sluice), INFO and other commands over node-redis', async () => {
-    const client = await redis.client();
+    // No watchdog: its PING on an idle connection (every second) would be the script
+    // connection's last command in CLIENT LIST when the takes are slow (a loaded run).
+    const client = await redis.client({ stallTimeoutMs: 0 });
     const admin = await redis.admin();
     assert.ok(fastPathOf(client), 'connectRedis attached a script connection');
     const id = String(await client.client.sendCommand(['CLIENT', 'ID']));
@@ -437,7 +439,8 @@ describe('script connection: close', () => {
       child.stdout.on('data', (data: Buffer) => {
         output += data.toString();
       });
-      const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+      // 'close': its stdout read to the end.
+      const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
       try {
         const code = await within(exited, 10_000, `the process exits after ${how}()`);
         assert.equal(code, 0);

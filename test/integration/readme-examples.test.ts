@@ -64,7 +64,8 @@ function run(file: string, env: Record<string, string>) {
   child.stderr.on('data', (chunk: Buffer) => {
     output.all += chunk.toString();
   });
-  const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  // 'close', not 'exit': the last of its output may be read after it exited.
+  const exited = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
   return { child, output, exited };
 }
 

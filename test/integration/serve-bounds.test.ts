@@ -100,7 +100,11 @@ describe('sluice serve: bounds', () => {
         const overloaded = load > 2 * availableParallelism();
         const stalled = stalledMs > 100 || overloaded;
         const unavailable = outcomes.filter((o) => o.code === grpc.status.UNAVAILABLE).length;
-        assert.ok(unavailable > 0, 'some calls are answered UNAVAILABLE by the service');
+        // A quiet machine: some answers reach the client in time. A stalled or overloaded one
+        // may see every answer late (a run beside a busy core saw none), never a wrong one.
+        if (!stalled) {
+          assert.ok(unavailable > 0, 'some calls are answered UNAVAILABLE by the service');
+        }
         const expected = [grpc.status.UNAVAILABLE].concat(
           stalled ? [grpc.status.DEADLINE_EXCEEDED] : [],
         );

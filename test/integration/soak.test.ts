@@ -70,7 +70,8 @@ describe('soak', () => {
       child.stdout.on('data', (chunk: string) => {
         text += chunk;
       });
-      const [code] = (await once(child, 'exit')) as [number | null];
+      // 'close', not 'exit': the last of its stdout may be read after it exited.
+      const [code] = (await once(child, 'close')) as [number | null];
       assert.equal(code, 0, 'a worker exited with an error');
       return JSON.parse(text) as Report;
     });

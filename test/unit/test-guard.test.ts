@@ -73,7 +73,8 @@ describe('the test guard', () => {
     child.stderr.on('data', (chunk: Buffer) => {
       stderr += chunk.toString();
     });
-    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close': its stderr read to the end.
+    const exited = new Promise<number | null>((resolve) => child.once('close', resolve));
     try {
       for (let i = 0; i < 600 && !existsSync(pidsFile); i++) await sleep(50);
       await sleep(100); // the file is written in one call; let it be complete
@@ -125,7 +126,8 @@ describe('the runner’s report (scripts/test-run.mjs)', () => {
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
     });
-    const status = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    // 'close', not 'exit': the last of its report may be read after it exited.
+    const status = await new Promise<number | null>((resolve) => child.once('close', resolve));
     assert.equal(status, 1, stdout);
     const tail = stdout.trimEnd().split('\n').slice(-4);
     const file = String.raw`^# {3}fixtures/runner/fails\.(js|ts) › `;
