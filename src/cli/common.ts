@@ -60,7 +60,7 @@ export async function disconnect(client: Client): Promise<void> {
   try {
     await client.close();
   } catch {
-    if (client.isOpen) client.destroy();
+    client.destroy(); // idempotent: also mid-recycle, whatever isOpen says
   }
 }
 

@@ -56,6 +56,11 @@ export interface StallWatchdog {
   /** Connections recycled so far. */
   readonly recycles: number;
   /**
+   * True while a recycle has closed the client and the watchdog is to open it again: the
+   * connection is reconnecting, not closed (its owner's close or destroy stops the watchdog).
+   */
+  readonly reconnecting: boolean;
+  /**
    * Stops watching (idempotent). Returns `true` when a recycle's reconnect was under way
    * (the client is closed, or being reopened, by the watchdog, not by its owner); the
    * connection being reopened is then destroyed once its attempt settles.
@@ -99,6 +104,10 @@ class Watchdog implements StallWatchdog {
   #connecting: Promise<void> | undefined;
   /** Set from a recycle until the client is reopened. */
   #reopening: Promise<void> | undefined;
+
+  get reconnecting(): boolean {
+    return !this.#stopped && this.#recycles > 0 && !this.#client.isOpen;
+  }
 
   constructor(client: WatchedClient, options: StallWatchdogOptions) {
     this.#client = client;

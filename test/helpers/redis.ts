@@ -48,7 +48,7 @@ export function useRedis(extraArgs: string[] = []): RedisFixture {
     server = await startRedisServer(extraArgs);
   });
   after(async () => {
-    for (const client of clients) if (client.isOpen) client.destroy();
+    for (const client of clients) client.destroy(); // idempotent, whatever its state
     await server?.stop();
   });
   const fixture: RedisFixture = {

@@ -221,6 +221,31 @@ describe('stall watchdog', () => {
     assert.equal(stalls, 1);
   });
 
+  it('isOpen stays true while the watchdog recycles: an owner that destroys only an open connection still stops it', async () => {
+    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
+    proxies.push(proxy);
+    const openAtStall: boolean[] = [];
+    const client = await redis.client({
+      url: `redis://127.0.0.1:${proxy.port}`,
+      reconnect: true,
+      stallTimeoutMs: 150,
+      onStall: () => {
+        // After the watchdog destroyed the connection, before it reopens it: a shutdown's
+        // `if (isOpen) destroy()` (the test fixture's, the CLI's) found it closed and left the
+        // watchdog reconnecting for ever, which kept the process alive.
+        openAtStall.push(client.isOpen);
+        if (client.isOpen) client.destroy();
+      },
+    });
+    proxy.mode = 'blackhole';
+    await until(() => openAtStall.length === 1, 1500, 'the stall is detected');
+    proxy.mode = 'pass';
+    await sleep(500);
+    assert.deepEqual(openAtStall, [true], 'reconnecting, not closed');
+    assert.equal(client.isOpen, false, 'destroyed, and not reopened');
+    assert.equal(proxy.connections, 0, 'no connection left open through the proxy');
+  });
+
   it('close() while the watchdog is reopening resolves and leaves no connection open', async () => {
     const { proxy, client, stalls } = await proxied({ stallTimeoutMs: 150, reconnect: true });
     proxy.mode = 'blackhole';

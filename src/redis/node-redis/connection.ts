@@ -76,9 +76,12 @@ export class RedisConnection {
     return this.client.isReady && (this.#scripts?.isReady ?? true);
   }
 
-  /** True from connecting until closed (also while reconnecting). */
+  /**
+   * True from connecting until closed (also while reconnecting, and while the stall watchdog
+   * recycles the connection: an owner's `if (isOpen) destroy()` at shutdown still stops it).
+   */
   get isOpen(): boolean {
-    return this.client.isOpen;
+    return this.client.isOpen || (this.#watchdog?.reconnecting ?? false);
   }
 
   /**
