@@ -21,20 +21,19 @@ stream.on('test:fail', (data) => {
 });
 const report = process.stdout.isTTY ? stream.compose(new spec()) : stream.compose(tap);
 report.pipe(process.stdout);
-// The failures again, last, where the tail of a long log (a CI page) shows them: TAP names
-// them only where they happened, among some thousands of lines (spec lists them itself).
 report.once('end', () => {
-  if (failures.length === 0 || process.stdout.isTTY) return;
+  // The failures again, last, where the tail of a long log (a CI page) shows them: TAP names
+  // them only where they happened, among some thousands of lines (spec lists them itself).
   const lines = failures.filter((line) => line !== null);
-  process.stdout.write(
-    `# failed: ${lines.length}\n${lines.map((line) => `#   ${line}\n`).join('')}`,
-  );
+  if (lines.length > 0 && !process.stdout.isTTY) {
+    process.stdout.write(`# failed: ${lines.length}\n${lines.map((l) => `#   ${l}\n`).join('')}`);
+  }
+  // Every file has a verdict now; a file's process that outlived the runner's SIGTERM (a file
+  // past its timeout) would still hold this one open, and with it the suite. So this process
+  // ends (a timer that holds nothing open itself), and scripts/test-guard.mjs names and kills
+  // what is left.
+  setTimeout(() => process.exit(), 1_000).unref();
 });
-// Once the report has ended, every file has a verdict; a file's process that outlived the
-// runner's SIGTERM (a file past its timeout) would still hold this one open, and with it the
-// suite. So this process ends then (a timer that holds nothing open itself), and
-// scripts/test-guard.mjs names and kills what is left.
-report.once('end', () => setTimeout(() => process.exit(), 1_000).unref());
 
 /**
  * One failure in a line: the file (below test/), the test's name and the first line of its

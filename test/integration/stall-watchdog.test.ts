@@ -17,7 +17,7 @@ import {
 import { connectRedis } from 'sluice/node-redis';
 import { startTcpProxy, type TcpProxy } from '../../src/demo/tcp-proxy.js';
 import { watchLoop } from '../helpers/lag.js';
-import { randomTenant, useRedis } from '../helpers/redis.js';
+import { type Client, randomTenant, useRedis } from '../helpers/redis.js';
 import { boundFor, within } from '../helpers/within.js';
 
 const redis = useRedis();
@@ -27,15 +27,25 @@ after(async () => {
 });
 const policy = fixedWindow({ limit: 1000, windowMs: 60_000 });
 
-async function proxied(options: { stallTimeoutMs: number; reconnect: boolean }) {
+/**
+ * A client through a proxy of its own, its stalls collected in `stalls`; `onStall`, if given,
+ * also runs on each (with the client).
+ */
+async function proxied(options: {
+  stallTimeoutMs: number;
+  reconnect: boolean;
+  onStall?: (client: Client) => void;
+}) {
+  const { onStall, ...rest } = options;
   const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
   proxies.push(proxy);
   const stalls: UnavailableError[] = [];
-  const client = await redis.client({
+  const client: Client = await redis.client({
     url: `redis://127.0.0.1:${proxy.port}`,
-    ...options,
+    ...rest,
     onStall: (error) => {
       stalls.push(error);
+      onStall?.(client);
     },
   });
   return { proxy, client, stalls };
@@ -222,19 +232,16 @@ describe('stall watchdog', () => {
   });
 
   it('isOpen stays true while the watchdog recycles: an owner that destroys only an open connection still stops it', async () => {
-    const proxy = await startTcpProxy('127.0.0.1', redis.server.port);
-    proxies.push(proxy);
     const openAtStall: boolean[] = [];
-    const client = await redis.client({
-      url: `redis://127.0.0.1:${proxy.port}`,
+    const { proxy, client } = await proxied({
       reconnect: true,
       stallTimeoutMs: 150,
-      onStall: () => {
+      onStall: (owner) => {
         // After the watchdog destroyed the connection, before it reopens it: a shutdown's
         // `if (isOpen) destroy()` (the test fixture's, the CLI's) found it closed and left the
         // watchdog reconnecting for ever, which kept the process alive.
-        openAtStall.push(client.isOpen);
-        if (client.isOpen) client.destroy();
+        openAtStall.push(owner.isOpen);
+        if (owner.isOpen) owner.destroy();
       },
     });
     proxy.mode = 'blackhole';
